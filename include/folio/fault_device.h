@@ -1,0 +1,67 @@
+// FaultDevice: wraps any BlockDevice and injects the faults a storage stack must survive.
+//
+// Fault atlas (what the layers above must recover from, and how the tests prove it):
+//   fail Nth op         -> EIO on one request; cache: sticky writeback error, next Fsync fails
+//   fail LBA range      -> EIO on any request touching [offset, offset+length); RAID: reconstruct
+//   latency model       -> no data effect; benchmarks (hdd model: seek + transfer)
+//   torn write          -> only a prefix of one write lands, the write reports success or EIO
+//   crash               -> every write not covered by a completed Flush is dropped (or, with
+//                          CrashMode::kRandomSubset, each unflushed write independently kept or
+//                          dropped, at write-request granularity); after Crash() all I/O fails
+//                          until Restart().
+//
+// Durability model: the wrapper keeps an undo log of unflushed writes (the old contents of each
+// range written since the last completed Flush). Crash() rolls those back on the inner device.
+//
+// Thread safety: all methods are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "folio/block_device.h"
+
+namespace folio {
+
+struct LatencyModel {
+  enum class Kind { kNone, kFixed, kHdd } kind = Kind::kNone;
+  uint64_t fixed_us = 0;
+  // hdd: a request not starting where the previous one ended costs seek_us; every request
+  // costs bytes / bandwidth. Requests are served one at a time (one head).
+  uint64_t seek_us = 8000;
+  uint64_t bandwidth_bytes_per_s = 150ull << 20;
+
+  // Parses "none", "fixed:US", "hdd", "hdd:SEEK_US:MBPS".
+  static Result<LatencyModel> Parse(std::string_view text);
+  std::string ToString() const;
+};
+
+enum class CrashMode { kDropUnflushed, kRandomSubset };
+
+class FaultDevice : public BlockDevice {
+ public:
+  // Takes ownership of inner.
+  static std::unique_ptr<FaultDevice> Wrap(std::unique_ptr<BlockDevice> inner);
+  // Does not take ownership: inner must outlive the wrapper.
+  static std::unique_ptr<FaultDevice> WrapUnowned(BlockDevice* inner);
+
+  // Fail the n-th (1-based, counting from now) request of op (any op if op is empty).
+  virtual void FailNth(uint64_t n) = 0;
+  virtual void FailNthOf(IoOp op, uint64_t n) = 0;
+  // Fail every read and/or write touching [offset, offset + length).
+  virtual void FailRange(uint64_t offset, uint64_t length, bool reads, bool writes) = 0;
+  virtual void ClearFailures() = 0;
+  virtual void SetLatency(const LatencyModel& model) = 0;
+  // The next write lands only its first prefix_bytes (rounded down to the block size) and
+  // completes with `result` (OK or an IOError).
+  virtual void TearNextWrite(uint64_t prefix_bytes, bool report_error) = 0;
+  // Simulated power loss: applies the crash mode to unflushed writes; all I/O then fails with
+  // IOError until Restart(). seed drives kRandomSubset.
+  virtual void Crash(CrashMode mode, uint64_t seed) = 0;
+  virtual void Restart() = 0;
+  virtual uint64_t injected_errors() const = 0;
+  virtual BlockDevice* inner() const = 0;
+};
+
+}  // namespace folio

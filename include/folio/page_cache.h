@@ -1,0 +1,146 @@
+// PageCache: a page cache of dynamic folios over a FolioArena, with one AddressSpace per file
+// or device, each backed by a BlockDevice.
+//
+// Folio policy (per cache, overridable per address space):
+//   4k        every folio is order 0 (the baseline)
+//   fixed:S   every folio is S bytes (capped by alignment and end of file)
+//   dynamic   reads follow a per-stream readahead window whose order ramps up by 2 on each
+//             asynchronous readahead hit and drops to 0 on random misses; writes take the
+//             order of the write's length and alignment
+// Every order is capped by alignment, end of file and max_folio, and falls back to a smaller
+// order when the arena cannot serve it (counted as a fallback, never an error).
+//
+// Readahead window (pages), as in mm/readahead.c:
+//
+//     |<----------------- size ----------------->|
+//     |                  |<----- async_size ----->|
+//   start          start + size - async_size      start + size
+//                        ^ folio marked kFolioReadahead: a hit here issues the next window
+//
+// Durability: data written with Write() is durable once Fsync() returns OK. Writeback errors are
+// sticky per address space and returned (once) by the next Fsync().
+//
+// Thread safety: all methods of PageCache and AddressSpace are thread-safe. Reads of cached
+// data take no global lock (a lock-free index lookup plus a folio reference).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "folio/arena.h"
+#include "folio/block_device.h"
+#include "folio/status.h"
+
+namespace folio {
+
+struct FolioPolicy {
+  enum class Kind { k4k, kFixed, kDynamic } kind = Kind::kDynamic;
+  int fixed_order = 0;        // with kFixed
+  int max_order = kMaxOrder;  // cap for kDynamic (from max_folio)
+
+  // Parses "4k", "fixed:SIZE" (a power of two 4K..2M), "dynamic". The error names the value.
+  static Result<FolioPolicy> Parse(std::string_view text);
+  std::string ToString() const;  // "4k", "fixed:64K", "dynamic"
+};
+
+enum class Advice { kNormal, kSequential, kRandom, kWillNeed, kDontNeed, kCollapse };
+
+struct PageCacheOptions {
+  uint64_t memory_bytes = 256ull << 20;  // the arena's capacity (all folios of this cache)
+  ArenaBacking backing = ArenaBacking::kAuto;
+  bool prefault_in_background = false;
+  FolioPolicy policy;                    // default for new address spaces
+  uint64_t dirty_bytes_max = 0;          // writers throttle above this; 0 = memory_bytes / 4
+  int writeback_threads = 1;
+  uint64_t readahead_max_bytes = 2ull << 20;  // largest readahead window
+  bool collapse_scanner = true;          // background collapse of small clean folios
+  uint64_t writeback_interval_ms = 500;  // background writeback of old dirty data
+};
+
+// Per-order cache statistics.
+struct CacheOrderStats {
+  uint64_t resident_folios = 0;
+  uint64_t resident_bytes = 0;
+  uint64_t allocs = 0;      // folios of this order added to the cache
+  uint64_t fallbacks = 0;   // wanted this order, arena could not serve it
+  uint64_t splits = 0;      // folios of this order split into buddies
+  uint64_t collapses = 0;   // folios of this order built by collapse
+  uint64_t hits = 0;        // lookups served by a resident folio of this order
+  uint64_t misses = 0;      // folios of this order created to serve a miss
+  uint64_t evictions = 0;
+};
+
+struct PageCacheStats {
+  CacheOrderStats orders[kNumOrders];
+  uint64_t readahead_windows = 0;       // readahead windows issued (sync + async)
+  uint64_t readahead_async = 0;         // async windows triggered by a marked folio
+  uint64_t readahead_hit_pages = 0;     // pages read ahead and later read by the user
+  uint64_t evictions = 0;
+  uint64_t evicted_dirty = 0;           // evictions that first had to write back
+  uint64_t writeback_requests = 0;      // requests sent to devices by writeback
+  uint64_t writeback_bytes = 0;
+  HistogramSnapshot writeback_request_bytes;
+  uint64_t dirty_bytes = 0;             // now
+  uint64_t resident_bytes = 0;          // now
+  uint64_t throttled_writes = 0;        // writes that waited for dirty bytes to fall
+  uint64_t memory_bytes = 0;
+};
+
+class PageCache;
+
+struct AddressSpaceOptions {
+  std::string name;               // for stats and messages
+  uint64_t size_bytes = 0;        // logical size; 0 = the device's size
+  bool override_policy = false;
+  FolioPolicy policy;             // used when override_policy
+};
+
+class AddressSpace {
+ public:
+  virtual ~AddressSpace() = default;
+
+  // Reads up to out.size() bytes at pos. Returns the bytes read: short only at end of file.
+  virtual Result<size_t> Read(uint64_t pos, std::span<char> out) = 0;
+  // Writes at pos (any alignment); extends the logical size up to the device's size.
+  // Writing past the device's end returns NoSpace.
+  virtual Result<size_t> Write(uint64_t pos, std::span<const char> in) = 0;
+  // Writes back every dirty folio, waits, then flushes the device. Returns the first sticky
+  // writeback error since the last Fsync, if any.
+  virtual Status Fsync() = 0;
+  // Drops cached folios in [pos, pos+len) after writing back dirty ones; large folios that
+  // straddle the range are split, not dropped whole.
+  virtual Status Invalidate(uint64_t pos, uint64_t len) = 0;
+  // Sets the logical size. Shrinking drops cached data past the new size (splitting the folio
+  // across it) and zeroes the tail of the last page; growing reads zeros (or device content:
+  // see AddressSpaceOptions) from the old size.
+  virtual Status Truncate(uint64_t size) = 0;
+  virtual Status Advise(uint64_t pos, uint64_t len, Advice advice) = 0;
+  virtual uint64_t size() const = 0;
+  virtual FolioPolicy policy() const = 0;
+  virtual void SetPolicy(const FolioPolicy& policy) = 0;
+  virtual BlockDevice* device() const = 0;
+  virtual const std::string& name() const = 0;
+};
+
+class PageCache {
+ public:
+  static Result<std::unique_ptr<PageCache>> Create(const PageCacheOptions& options);
+  virtual ~PageCache() = default;
+
+  // The device must outlive the address space; the address space must be destroyed (after an
+  // Fsync if its data matters) before the cache.
+  virtual Result<std::unique_ptr<AddressSpace>> Open(BlockDevice* device,
+                                                     const AddressSpaceOptions& options) = 0;
+  virtual PageCacheStats Stats() const = 0;
+  virtual FolioArena* arena() = 0;
+  virtual const PageCacheOptions& options() const = 0;
+  // Writes back all dirty data of all address spaces and waits.
+  virtual Status SyncAll() = 0;
+  // Runs one pass of the collapse scanner now (tests, benchmarks); returns folios collapsed.
+  virtual size_t ScanCollapseOnce() = 0;
+};
+
+}  // namespace folio
