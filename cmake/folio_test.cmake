@@ -12,6 +12,9 @@ function(folio_add_test)
   endif()
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
+  if("concurrency" IN_LIST T_LABELS)
+    add_dependencies(concurrency_tests ${T_NAME})
+  endif()
   gtest_discover_tests(${T_NAME}
     PROPERTIES LABELS "${T_LABELS}"
     DISCOVERY_TIMEOUT 60)

@@ -1,0 +1,56 @@
+# Folio's front door. `make run` runs the main job, `make test` the tests.
+# Both install missing Debian 12 packages first (idempotent).
+
+JOBS ?= $(shell nproc)
+CACHE ?= 1G
+BENCH_ARGS ?=
+
+.PHONY: all deps release debug tsan run test test-debug test-tsan fuzz bench clean
+
+all: release
+
+deps:
+	@scripts/install-deps.sh
+
+build/release/build.ninja: | deps
+	cmake --preset release >/dev/null
+
+build/debug/build.ninja: | deps
+	cmake --preset debug >/dev/null
+
+build/tsan/build.ninja: | deps
+	cmake --preset tsan >/dev/null
+
+release: deps build/release/build.ninja
+	cmake --preset release >/dev/null
+	ninja -C build/release -j$(JOBS) folio
+
+debug: deps build/debug/build.ninja
+	cmake --preset debug >/dev/null
+	ninja -C build/debug -j$(JOBS)
+
+tsan: deps build/tsan/build.ninja
+	cmake --preset tsan >/dev/null
+	ninja -C build/tsan -j$(JOBS) concurrency_tests
+
+# The main job: the large-folio experiment, every engine side by side on a temp file.
+run: release
+	build/release/folio bench --cache $(CACHE) $(BENCH_ARGS) bench/seed-large-folio.fio
+
+test: deps
+	$(MAKE) test-debug
+	$(MAKE) test-tsan
+	$(MAKE) fuzz
+
+test-debug: debug
+	ctest --test-dir build/debug --output-on-failure -j$(JOBS) -LE slow --timeout 600
+
+test-tsan: tsan
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	  ctest --test-dir build/tsan --output-on-failure -j$(JOBS) -L concurrency --timeout 900
+
+fuzz: deps
+	scripts/run-fuzzers.sh
+
+clean:
+	rm -rf build
