@@ -1,0 +1,47 @@
+// Internals of the file devices: the opened, probed file shared by the io_uring and the
+// pread / pwrite engines, and the engine constructors OpenFileDevice chooses between.
+//
+// Thread safety: OpenedFile is a value owned by one device; the functions are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "folio/block_device.h"
+
+namespace folio::io_internal {
+
+// An open file descriptor with its probed geometry. Move-only; closes the fd.
+struct OpenedFile {
+  int fd = -1;
+  std::string path;
+  std::string name;                  // "file:<path>"
+  bool block_device = false;
+  bool direct = false;               // opened with O_DIRECT
+  bool read_only = false;
+  uint32_t logical_block_bytes = 512;
+  uint32_t mem_align_bytes = 0;      // O_DIRECT buffer alignment, 0 without O_DIRECT
+  uint64_t size_bytes = 0;
+
+  OpenedFile() = default;
+  OpenedFile(OpenedFile&& o) noexcept;
+  OpenedFile& operator=(OpenedFile&& o) noexcept;
+  OpenedFile(const OpenedFile&) = delete;
+  OpenedFile& operator=(const OpenedFile&) = delete;
+  ~OpenedFile();
+};
+
+// Opens and probes path per options (flags, size extension, block size). Errors: NotFound,
+// NotSupported (O_DIRECT refused), InvalidArgument (size), IOError from the system.
+Result<OpenedFile> OpenBackingFile(const std::string& path, const FileDeviceOptions& options);
+
+std::unique_ptr<BlockDevice> NewSyncFileDevice(OpenedFile file, const FileDeviceOptions& options);
+std::unique_ptr<BlockDevice> NewUringFileDevice(OpenedFile file, const FileDeviceOptions& options);
+
+// Creates and destroys an io_uring of `entries` entries. Returns 0 or -errno.
+int ProbeUring(uint32_t entries);
+// Test hook: a nonzero err makes ProbeUring return -err without trying (0 restores).
+void SetUringProbeFailureForTest(int err);
+
+}  // namespace folio::io_internal

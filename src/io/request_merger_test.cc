@@ -1,0 +1,3 @@
+#include "io/request_merger.h"
+#include <gtest/gtest.h>
+TEST(RequestMerger, Placeholder) {}
