@@ -137,7 +137,8 @@ void ParityUpdate(const char* delta, uint32_t data_index, char* p, char* q, size
     return;
   }
   for (size_t i = 0; i < len; ++i) {
-    q[i] = static_cast<char>(static_cast<uint8_t>(q[i]) ^ gf_mul(c, static_cast<uint8_t>(delta[i])));
+    const uint8_t d = static_cast<uint8_t>(delta[i]);
+    q[i] = static_cast<char>(static_cast<uint8_t>(q[i]) ^ gf_mul(c, d));
   }
 }
 
