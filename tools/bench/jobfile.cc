@@ -1,0 +1,353 @@
+#include "bench/jobfile.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+#include "base/units.h"
+
+namespace folio::bench {
+
+namespace {
+
+constexpr std::string_view kSupportedKeys =
+    "rw, bs, size, filename, iodepth, numjobs, runtime, time_based, direct, rwmixread, "
+    "ramp_time, pre_read (ioengine, thread, group_reporting are ignored)";
+
+std::string_view Trim(std::string_view s) {
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; };
+  while (!s.empty() && space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Decimal digits only, no sign, no overflow.
+bool ParseUint(std::string_view text, uint64_t* out) {
+  if (text.empty() || text.size() > 20) return false;
+  uint64_t n = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    uint64_t d = static_cast<uint64_t>(c - '0');
+    if (n > (std::numeric_limits<uint64_t>::max() - d) / 10) return false;
+    n = n * 10 + d;
+  }
+  *out = n;
+  return true;
+}
+
+Status BadValue(std::string_view key, std::string_view value, std::string_view fix) {
+  return Status::InvalidArgument(std::string(key) + "=" + std::string(value) + ": " +
+                                 std::string(fix));
+}
+
+Status ParseRange(std::string_view key, std::string_view value, uint64_t lo, uint64_t hi,
+                  uint32_t* out) {
+  uint64_t n = 0;
+  if (!ParseUint(value, &n) || n < lo || n > hi) {
+    return BadValue(key, value,
+                    "must be a whole number from " + std::to_string(lo) + " to " +
+                        std::to_string(hi));
+  }
+  *out = static_cast<uint32_t>(n);
+  return Status::OK();
+}
+
+Status ParseBool(std::string_view key, std::string_view value, bool* out) {
+  if (value == "1") {
+    *out = true;
+  } else if (value == "0") {
+    *out = false;
+  } else {
+    return BadValue(key, value, "must be 0 or 1 (or the bare key for 1)");
+  }
+  return Status::OK();
+}
+
+Status ParseRw(std::string_view value, RwMode* out) {
+  static constexpr std::pair<std::string_view, RwMode> kModes[] = {
+      {"read", RwMode::kRead},           {"write", RwMode::kWrite},
+      {"randread", RwMode::kRandRead},   {"randwrite", RwMode::kRandWrite},
+      {"rw", RwMode::kReadWrite},        {"readwrite", RwMode::kReadWrite},
+      {"randrw", RwMode::kRandReadWrite}};
+  for (const auto& [name, mode] : kModes) {
+    if (value == name) {
+      *out = mode;
+      return Status::OK();
+    }
+  }
+  return BadValue("rw", value,
+                  "not a supported mode; use read, write, randread, randwrite, rw (readwrite) "
+                  "or randrw");
+}
+
+Status ParseBlockBytes(std::string_view value, uint64_t* out) {
+  if (value.find(',') != std::string_view::npos || value.find(':') != std::string_view::npos) {
+    return BadValue("bs", value, "separate read/write block sizes are not supported; give one "
+                                 "size (e.g. bs=4k)");
+  }
+  FOLIO_ASSIGN_OR_RETURN(uint64_t bytes, ParseSize(value, "bs"));
+  if (bytes == 0 || bytes % 512 != 0 || bytes > (1ull << 30)) {
+    return BadValue("bs", value, "must be a non-zero multiple of 512 up to 1G (e.g. 4k, 64k)");
+  }
+  *out = bytes;
+  return Status::OK();
+}
+
+Status ParseSizeKey(std::string_view value, uint64_t* out) {
+  if (!value.empty() && value.back() == '%') {
+    return BadValue("size", value, "percentages are not supported; give bytes (e.g. 512M)");
+  }
+  FOLIO_ASSIGN_OR_RETURN(uint64_t bytes, ParseSize(value, "size"));
+  if (bytes == 0) return BadValue("size", value, "must be more than 0 (e.g. 512M)");
+  if (bytes > (1ull << 50)) return BadValue("size", value, "must be at most 1P");
+  *out = bytes;
+  return Status::OK();
+}
+
+// fio's time values: seconds by default, or with a us / ms / s / m / h suffix.
+Status ParseTime(std::string_view key, std::string_view value, uint64_t* out) {
+  FOLIO_ASSIGN_OR_RETURN(uint64_t us, ParseDurationUs(value, key));
+  if (us > 365ull * 24 * 3600 * 1000000) return BadValue(key, value, "must be under a year");
+  *out = us;
+  return Status::OK();
+}
+
+// A key: bare-able keys are booleans. `apply` is null for accepted-and-ignored keys.
+struct KeyDef {
+  std::string_view name;
+  bool bare_ok;
+  std::string_view example;
+  Status (*apply)(JobSpec* spec, std::string_view value);
+};
+
+constexpr KeyDef kKeys[] = {
+    {"rw", false, "rw=randread",
+     [](JobSpec* s, std::string_view v) { return ParseRw(v, &s->rw); }},
+    {"readwrite", false, "readwrite=randread",
+     [](JobSpec* s, std::string_view v) { return ParseRw(v, &s->rw); }},
+    {"bs", false, "bs=4k",
+     [](JobSpec* s, std::string_view v) { return ParseBlockBytes(v, &s->block_bytes); }},
+    {"size", false, "size=512M",
+     [](JobSpec* s, std::string_view v) { return ParseSizeKey(v, &s->size_bytes); }},
+    {"filename", false, "filename=/path/to/file",
+     [](JobSpec* s, std::string_view v) {
+       s->filename = std::string(v);
+       return Status::OK();
+     }},
+    {"iodepth", false, "iodepth=32",
+     [](JobSpec* s, std::string_view v) { return ParseRange("iodepth", v, 1, kIodepthMax, &s->iodepth); }},
+    {"numjobs", false, "numjobs=2",
+     [](JobSpec* s, std::string_view v) { return ParseRange("numjobs", v, 1, kNumjobsMax, &s->numjobs); }},
+    {"runtime", false, "runtime=10",
+     [](JobSpec* s, std::string_view v) { return ParseTime("runtime", v, &s->runtime_us); }},
+    {"time_based", true, "time_based",
+     [](JobSpec* s, std::string_view v) { return ParseBool("time_based", v, &s->time_based); }},
+    {"direct", true, "direct=1",
+     [](JobSpec* s, std::string_view v) { return ParseBool("direct", v, &s->direct); }},
+    {"rwmixread", false, "rwmixread=70",
+     [](JobSpec* s, std::string_view v) { return ParseRange("rwmixread", v, 0, 100, &s->rwmixread); }},
+    {"ramp_time", false, "ramp_time=2",
+     [](JobSpec* s, std::string_view v) { return ParseTime("ramp_time", v, &s->ramp_time_us); }},
+    {"pre_read", true, "pre_read=1",
+     [](JobSpec* s, std::string_view v) { return ParseBool("pre_read", v, &s->pre_read); }},
+    {"ioengine", false, "ioengine=psync", nullptr},
+    {"thread", true, "thread", nullptr},
+    {"group_reporting", true, "group_reporting", nullptr},
+};
+
+class Parser {
+ public:
+  explicit Parser(std::string_view path) : path_(path) {}
+
+  Result<JobFile> Run(std::string_view text) {
+    int line_no = 0;
+    size_t pos = 0;
+    size_t nl = 0;
+    do {
+      nl = text.find('\n', pos);
+      const size_t end = nl == std::string_view::npos ? text.size() : nl;
+      ++line_no;
+      FOLIO_RETURN_IF_ERROR(Line(Trim(text.substr(pos, end - pos)), line_no));
+      pos = end + 1;
+    } while (nl != std::string_view::npos);
+    FOLIO_RETURN_IF_ERROR(EndSection());
+    if (jobs_.empty()) {
+      return Error(line_no, "no job in the file; add a job section such as [randread] "
+                            "followed by rw=randread");
+    }
+    return JobFile{std::string(path_), std::move(jobs_)};
+  }
+
+ private:
+  Status Error(int line, std::string_view what) const {
+    return Status::InvalidArgument(std::string(path_) + ":" + std::to_string(line) + ": " +
+                                   std::string(what));
+  }
+
+  Status Line(std::string_view line, int line_no) {
+    if (line.empty() || line.front() == ';' || line.front() == '#') return Status::OK();
+    if (line.front() == '[') return Section(line, line_no);
+    size_t eq = line.find('=');
+    std::string_view key = Trim(line.substr(0, eq));
+    const bool bare = eq == std::string_view::npos;
+    std::string_view value = bare ? std::string_view("1") : Trim(line.substr(eq + 1));
+    if (key.empty()) return Error(line_no, "'" + std::string(line) + "' has no key; write key=value");
+    const KeyDef* def = nullptr;
+    for (const KeyDef& k : kKeys) {
+      if (k.name == key) def = &k;
+    }
+    if (def == nullptr) {
+      return Error(line_no, "unknown key '" + std::string(key) + "'; supported: " +
+                                std::string(kSupportedKeys));
+    }
+    if (section_ == SectionKind::kNone) {
+      return Error(line_no, "'" + std::string(key) + "' is outside any section; put it under "
+                            "[global] or a [job] section");
+    }
+    if (bare && !def->bare_ok) {
+      return Error(line_no, "'" + std::string(key) + "' needs a value; e.g. " +
+                                std::string(def->example));
+    }
+    if (!bare && value.empty()) {
+      return Error(line_no, "'" + std::string(key) + "=' has an empty value; e.g. " +
+                                std::string(def->example));
+    }
+    if (def->apply == nullptr) return Status::OK();
+    JobSpec* target = section_ == SectionKind::kGlobal ? &globals_ : &current_;
+    Status s = def->apply(target, value);
+    if (!s.ok()) return Error(line_no, s.message());
+    return Status::OK();
+  }
+
+  Status Section(std::string_view line, int line_no) {
+    if (line.back() != ']' || line.size() < 2) {
+      return Error(line_no, "'" + std::string(line) + "' is not a section header; write [name]");
+    }
+    std::string_view name = Trim(line.substr(1, line.size() - 2));
+    if (name.empty() || name.find_first_of("[]") != std::string_view::npos) {
+      return Error(line_no, "'" + std::string(line) + "': a section needs a name without "
+                            "brackets, e.g. [randread]");
+    }
+    FOLIO_RETURN_IF_ERROR(EndSection());
+    if (name == "global") {
+      section_ = SectionKind::kGlobal;
+      return Status::OK();
+    }
+    section_ = SectionKind::kJob;
+    current_ = globals_;
+    current_.name = std::string(name);
+    current_.line = line_no;
+    return Status::OK();
+  }
+
+  // Cross-key checks of the job that just ended.
+  Status EndSection() {
+    if (section_ != SectionKind::kJob) return Status::OK();
+    section_ = SectionKind::kNone;
+    const JobSpec& j = current_;
+    const std::string job = "job '" + j.name + "': ";
+    if (j.size_bytes == 0 && j.filename.empty()) {
+      return Error(j.line, job + "no size; add size=SIZE (e.g. size=512M) or filename=PATH");
+    }
+    if (j.size_bytes != 0 && j.size_bytes < j.block_bytes) {
+      return Error(j.line, job + "size=" + FormatSize(j.size_bytes) + " is smaller than bs=" +
+                               FormatSize(j.block_bytes) + "; raise size or lower bs");
+    }
+    if (j.time_based && j.runtime_us == 0) {
+      return Error(j.line, job + "time_based needs a runtime; add runtime=SECONDS (e.g. "
+                                 "runtime=10)");
+    }
+    jobs_.push_back(current_);
+    return Status::OK();
+  }
+
+  enum class SectionKind { kNone, kGlobal, kJob };
+  std::string_view path_;
+  SectionKind section_ = SectionKind::kNone;
+  JobSpec globals_;
+  JobSpec current_;
+  std::vector<JobSpec> jobs_;
+};
+
+}  // namespace
+
+std::string_view RwModeName(RwMode mode) {
+  switch (mode) {
+    case RwMode::kRead: return "read";
+    case RwMode::kWrite: return "write";
+    case RwMode::kRandRead: return "randread";
+    case RwMode::kRandWrite: return "randwrite";
+    case RwMode::kReadWrite: return "rw";
+    case RwMode::kRandReadWrite: return "randrw";
+  }
+  return "read";
+}
+
+bool RwModeIsRandom(RwMode mode) {
+  return mode == RwMode::kRandRead || mode == RwMode::kRandWrite ||
+         mode == RwMode::kRandReadWrite;
+}
+
+bool RwModeReads(RwMode mode) { return mode != RwMode::kWrite && mode != RwMode::kRandWrite; }
+
+bool RwModeWrites(RwMode mode) { return mode != RwMode::kRead && mode != RwMode::kRandRead; }
+
+Result<JobFile> ParseJobFile(std::string_view text, std::string_view path) {
+  return Parser(path).Run(text);
+}
+
+Result<JobFile> LoadJobFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, path);
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return Status::InvalidArgument(path + ": not a regular file; give a fio job file");
+  }
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      close(fd);
+      return Status::FromErrno(err, path);
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kJobFileBytesMax) {
+      close(fd);
+      return Status::InvalidArgument(path + ": larger than " + FormatSize(kJobFileBytesMax) +
+                                     "; is it a job file?");
+    }
+  }
+  close(fd);
+  return ParseJobFile(text, path);
+}
+
+std::string JobFileToString(const JobFile& file) {
+  std::string out = "; canonical form written by folio bench\n";
+  for (const JobSpec& j : file.jobs) {
+    out += "[" + j.name + "]\n";
+    out += "rw=" + std::string(RwModeName(j.rw)) + "\n";
+    out += "bs=" + std::to_string(j.block_bytes) + "\n";
+    if (j.size_bytes != 0) out += "size=" + std::to_string(j.size_bytes) + "\n";
+    if (!j.filename.empty()) out += "filename=" + j.filename + "\n";
+    out += "iodepth=" + std::to_string(j.iodepth) + "\n";
+    out += "numjobs=" + std::to_string(j.numjobs) + "\n";
+    out += "runtime=" + std::to_string(j.runtime_us) + "us\n";
+    out += std::string("time_based=") + (j.time_based ? "1" : "0") + "\n";
+    out += std::string("direct=") + (j.direct ? "1" : "0") + "\n";
+    out += "rwmixread=" + std::to_string(j.rwmixread) + "\n";
+    out += "ramp_time=" + std::to_string(j.ramp_time_us) + "us\n";
+    out += std::string("pre_read=") + (j.pre_read ? "1" : "0") + "\n";
+  }
+  return out;
+}
+
+}  // namespace folio::bench

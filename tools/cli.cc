@@ -1,0 +1,55 @@
+#include "cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "cli_util.h"
+
+namespace folio::cli {
+
+namespace {
+
+// The subcommand named on the command line (the first argument that is one), or "".
+std::string NamedSubcommand(const CLI::App& root, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.empty() || arg[0] == '-') continue;
+    for (const CLI::App* sub : root.get_subcommands({})) {
+      if (sub->get_name() == arg) return arg;
+    }
+    return "";
+  }
+  return "";
+}
+
+}  // namespace
+
+int RunCli(int argc, char** argv) {
+  CLI::App root("Folio: a user-space storage stack built on dynamic folios "
+                "(power-of-two runs of 4 KiB pages, sized per access).",
+                "folio");
+  root.set_version_flag("--version", "folio " + std::string(kVersion));
+  root.require_subcommand(1);
+  root.footer("Run 'folio <command> --help' for a command's options.");
+
+  std::vector<Command> commands;
+  commands.push_back(AddDoctorCommand(root));
+  commands.push_back(AddBenchCommand(root));
+
+  try {
+    root.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return root.exit(e);  // --help / --version: stdout, exit 0
+    std::string sub = NamedSubcommand(root, argc, argv);
+    std::string where = sub.empty() ? "folio" : "folio " + sub;
+    return UsageError("folio", std::string(e.what()) + "; run '" + where + " --help'");
+  }
+  for (const Command& c : commands) {
+    if (c.app->parsed()) return c.run();
+  }
+  return UsageError("folio", "no command given; run 'folio --help'");
+}
+
+}  // namespace folio::cli
