@@ -76,7 +76,7 @@ TEST(ArenaConcurrencyTest, AllocFreeAcrossThreads) {
     for (int i = 0; i < kOpsPerThread; ++i) {
       unsigned r = static_cast<unsigned>(rng() % 100);
       if (r < 40 || mine.empty()) {
-        int order = static_cast<int>(rng() % 10 < 7 ? rng() % 5 : rng() % kNumOrders);
+        int order = static_cast<int>(rng() % 10 < 9 ? rng() % 5 : rng() % kNumOrders);
         Result<Folio*> f = arena->Alloc(order);
         if (!f.ok()) {
           no_space.fetch_add(1);

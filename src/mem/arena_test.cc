@@ -204,11 +204,11 @@ TEST(ArenaCacheTest, StrandedInAnotherThreadsCacheIsFound) {
   while (stage.load() != 1) std::this_thread::yield();
   EXPECT_EQ(arena->Stats().free_bytes, arena->capacity_bytes());
   Result<Folio*> big = arena->Alloc(9);
+  stage = 2;
+  other.join();
   ASSERT_TRUE(big.ok()) << big.status().ToString();
   EXPECT_EQ(arena->Stats().orders[9].failures, 0u);
   arena->Free(*big);
-  stage = 2;
-  other.join();
   EXPECT_TRUE(arena->CheckInvariants().ok());
 }
 
