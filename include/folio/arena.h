@@ -152,6 +152,14 @@ class FolioArena {
   void Free(Folio* f);
   // Records that a caller fell back from `order` to a smaller one.
   void NoteFallback(int order);
+  // Splits an allocated folio of order k >= 1 into its two buddies of order k-1, both
+  // allocated: f keeps the lower half (its order becomes k-1) and the returned descriptor heads
+  // the upper half with refcount 0, flags 0, owner null, index 0 (the caller sets them). Each
+  // half is then freed independently with Free(). Counted in ArenaOrderStats::splits of order k.
+  // REQUIRES: f came from Alloc (or Split) of this arena, is not free, f->order >= 1, and
+  // nobody else relies on f->order meanwhile (the page cache freezes the folio first).
+  // Context: takes the arena lock; never blocks on I/O.
+  Folio* Split(Folio* f);
 
   char* Data(const Folio* f) const { return base_ + (static_cast<size_t>(f->frame) << kPageShift); }
   // Descriptor of the frame holding addr (not necessarily a folio head).

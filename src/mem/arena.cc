@@ -111,8 +111,13 @@ void FolioArena::Free(Folio* f) {
     case mem::kStateCached: BadFree(f, "double free: the folio is already free");
     default: BadFree(f, "not the head of an allocated folio (double free or a tail frame)");
   }
-  int32_t refs = f->refcount.exchange(0, std::memory_order_acq_rel);
-  if (refs != 0 && refs != 1) BadFree(f, "the folio still has references (refcount > 1)");
+  // From 0 no TryGet can succeed, so a load suffices; from 1 a racing TryGet must be caught.
+  if (f->refcount.load(std::memory_order_acquire) != 0) {
+    int32_t expected = 1;
+    if (!f->refcount.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {
+      BadFree(f, "the folio still has references (refcount > 1)");
+    }
+  }
   // Lock-free readers that race with the free fail their owner recheck.
   f->owner.store(nullptr, std::memory_order_release);
   impl_->core->Free(f);
@@ -121,6 +126,29 @@ void FolioArena::Free(Folio* f) {
 void FolioArena::NoteFallback(int order) {
   FOLIO_CHECK(order >= 0 && order <= kMaxOrder);
   impl_->core->NoteFallback(order);
+}
+
+Folio* FolioArena::Split(Folio* f) {
+  if (f < descs_ || f >= descs_ + frame_count_) {
+    internal::CheckFailed(__FILE__, __LINE__, "Contains(f)",
+                          "FolioArena::Split: folio does not belong to this arena");
+  }
+  if (mem::LoadState(f) != mem::kStateAllocated || f->order < 1) {
+    char msg[160];
+    std::snprintf(msg, sizeof(msg), "FolioArena::Split of frame %u (order %d, state %d)",
+                  f->frame, f->order, mem::LoadState(f));
+    internal::CheckFailed(__FILE__, __LINE__, "allocated folio of order >= 1", msg);
+  }
+  Folio* upper = impl_->core->Split(f);
+  upper->flags.store(0, std::memory_order_relaxed);
+  upper->owner.store(nullptr, std::memory_order_relaxed);
+  upper->index.store(0, std::memory_order_relaxed);
+  upper->prev = nullptr;
+  upper->next = nullptr;
+  upper->private_data = 0;
+  upper->alloc_aux = 0;
+  upper->refcount.store(0, std::memory_order_release);
+  return upper;
 }
 
 Folio* FolioArena::FrameOf(const void* addr) const {

@@ -35,7 +35,7 @@ ArenaStats ArenaCore::Stats() const {
       s.allocs = allocs_[o];
       s.frees = frees_[o];
       s.failures = failures_[o];
-      s.splits = buddy_.splits(o);
+      s.splits = buddy_.splits(o) + user_splits_[o];
       s.merges = buddy_.merges(o);
       s.free_folios = buddy_.free_count(o);
       s.fallbacks = fallbacks_[o].load(std::memory_order_relaxed);
@@ -140,7 +140,11 @@ Status ArenaCore::CheckInvariants() const {
     FOLIO_RETURN_IF_ERROR(WalkBlocks(descs_, frame_count_, &counts));
     uint64_t cached[kNumOrders] = {};
     uint64_t live[kNumOrders] = {};
-    for (int o = 0; o < kNumOrders; ++o) live[o] = allocs_[o] - frees_[o];
+    // A Split() of order o turns one allocated block of order o into two of order o - 1.
+    for (int o = 0; o < kNumOrders; ++o) {
+      uint64_t split_into = o + 1 < kNumOrders ? 2 * user_splits_[o + 1] : 0;
+      live[o] = allocs_[o] + split_into - frees_[o] - user_splits_[o];
+    }
     for (const std::shared_ptr<ThreadCache>& c : caches_) {
       for (int o = 0; o < kCachedOrders; ++o) {
         uint64_t n = 0;

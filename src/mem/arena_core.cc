@@ -213,6 +213,19 @@ void ArenaCore::Free(Folio* head) {
   ++frees_[order];
 }
 
+Folio* ArenaCore::Split(Folio* head) {
+  OrderedLock b(buddy_mu_, LockLevel::kBuddy);
+  int order = head->order;
+  FOLIO_CHECK(order >= 1 && order <= kMaxOrder);
+  Folio* upper = &descs_[head->frame + OrderPages(order - 1)];
+  FOLIO_CHECK(LoadState(upper) == kStateTail);
+  upper->order = static_cast<uint8_t>(order - 1);
+  StoreState(upper, kStateAllocated);
+  head->order = static_cast<uint8_t>(order - 1);
+  ++user_splits_[order];
+  return upper;
+}
+
 void ArenaCore::DrainThreadCaches() {
   OrderedLock registry(registry_mu_, LockLevel::kRegistry);
   for (const std::shared_ptr<ThreadCache>& c : caches_) {

@@ -71,6 +71,9 @@ class ArenaCore {
   // REQUIRES: head is marked allocated (checked by the caller).
   void Free(Folio* head);
   void NoteFallback(int order) { fallbacks_[order].fetch_add(1, std::memory_order_relaxed); }
+  // Splits the allocated block headed by `head` (order >= 1) into two allocated halves; returns
+  // the upper head. REQUIRES: head is marked allocated (checked by the caller).
+  Folio* Split(Folio* head);
   // Returns every thread cache's blocks to the buddy lists.
   void DrainThreadCaches();
   // "1.2M free of 16M, largest free folio order 3 (32K)".
@@ -112,6 +115,7 @@ class ArenaCore {
   uint64_t allocs_[kNumOrders] = {};    // GUARDED_BY(buddy_mu_): global path + retired caches
   uint64_t frees_[kNumOrders] = {};     // GUARDED_BY(buddy_mu_)
   uint64_t failures_[kNumOrders] = {};  // GUARDED_BY(buddy_mu_)
+  uint64_t user_splits_[kNumOrders] = {};  // GUARDED_BY(buddy_mu_): Split() of an allocated block
   std::atomic<uint64_t> fallbacks_[kNumOrders] = {};
 };
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -23,6 +24,15 @@ std::unique_ptr<FolioArena> MakeArena(size_t capacity_bytes,
   auto arena = FolioArena::Create(opts);
   EXPECT_TRUE(arena.ok()) << arena.status().ToString();
   return arena.ok() ? std::move(arena).value() : nullptr;
+}
+
+void PrintReport(const ArenaBackingReport& r) {
+  std::printf("requested %s obtained %s: capacity %zu rss %zu anon_huge %zu hugetlb %zu "
+              "collapse ok %zu failed %zu prefault %.3fs done %d note '%s'\n",
+              std::string(ArenaBackingName(r.requested)).c_str(),
+              std::string(ArenaBackingName(r.obtained)).c_str(), r.capacity_bytes, r.rss_bytes,
+              r.anon_huge_bytes, r.hugetlb_bytes, r.collapse_ok, r.collapse_failed,
+              r.prefault_seconds, r.prefault_done, r.note.c_str());
 }
 
 TEST(ArenaBackingTest, ParseAndName) {
@@ -55,6 +65,7 @@ TEST(ArenaBackingTest, FourK) {
   auto arena = MakeArena(8 << 20, ArenaBacking::k4k);
   ASSERT_NE(arena, nullptr);
   ArenaBackingReport r = arena->backing_report();
+  PrintReport(r);
   EXPECT_EQ(r.requested, ArenaBacking::k4k);
   EXPECT_EQ(r.obtained, ArenaBacking::k4k);
   EXPECT_TRUE(r.prefault_done);
@@ -76,6 +87,7 @@ TEST(ArenaBackingTest, Thp) {
   auto arena = MakeArena(16 << 20, ArenaBacking::kThp);
   ASSERT_NE(arena, nullptr);
   ArenaBackingReport r = arena->backing_report();
+  PrintReport(r);
   EXPECT_EQ(r.obtained, ArenaBacking::kThp) << r.note;
   EXPECT_GT(r.anon_huge_bytes, 0u);
   EXPECT_LE(r.anon_huge_bytes, arena->capacity_bytes());
@@ -89,6 +101,7 @@ TEST(ArenaBackingTest, AutoReportsWhatItGot) {
   auto arena = MakeArena(8 << 20, ArenaBacking::kAuto);
   ASSERT_NE(arena, nullptr);
   ArenaBackingReport r = arena->backing_report();
+  PrintReport(r);
   EXPECT_EQ(r.requested, ArenaBacking::kAuto);
   EXPECT_NE(r.obtained, ArenaBacking::kAuto);
   EXPECT_GT(r.rss_bytes + r.hugetlb_bytes, 0u);
@@ -117,6 +130,7 @@ TEST(ArenaBackingTest, HugetlbWithoutReservedPagesIsAClearError) {
     GTEST_SKIP() << free_pages << " hugetlb pages are reserved here; checked the success path";
   }
   ASSERT_FALSE(r.ok());
+  std::printf("%s\n", r.status().ToString().c_str());
   if (free_pages < 0) {
     EXPECT_EQ(r.status().code(), StatusCode::kNotSupported);
     return;
@@ -298,7 +312,65 @@ TEST(ArenaStatsTest, FallbacksAndFailuresAreCounted) {
   arena->Free(*a);
 }
 
+// Split (used by the page cache to drop part of a large folio): the halves are independent
+// allocated folios; freeing them in any order coalesces back into the original block.
+TEST(ArenaSplitTest, SplitPiecesFreeIndependentlyAndCoalesce) {
+  auto arena = MakeArena(4 << 20, ArenaBacking::k4k);
+  ASSERT_NE(arena, nullptr);
+  Folio* big = *arena->Alloc(9);
+  std::memset(arena->Data(big), 0x5a, OrderBytes(9));
+  // Split the order-9 folio down to one order-0 piece at each level: 9 -> 8+8 -> 8+7+7 ...
+  std::vector<Folio*> pieces;
+  Folio* f = big;
+  for (int k = 9; k >= 1; --k) {
+    Folio* upper = arena->Split(f);
+    EXPECT_EQ(f->order, k - 1);
+    EXPECT_EQ(upper->order, k - 1);
+    EXPECT_EQ(upper->frame, f->frame + OrderPages(k - 1));
+    EXPECT_EQ(upper->refcount.load(), 0);
+    EXPECT_EQ(upper->owner.load(), nullptr);
+    EXPECT_EQ(arena->Data(upper), arena->Data(f) + OrderBytes(k - 1));
+    pieces.push_back(upper);
+    ASSERT_TRUE(arena->CheckInvariants().ok()) << arena->CheckInvariants().ToString();
+  }
+  pieces.push_back(f);
+  // Data is untouched by the relabelling.
+  EXPECT_EQ(arena->Data(pieces[0])[0], 0x5a);
+  ArenaStats s = arena->Stats();
+  for (int k = 1; k <= 9; ++k) EXPECT_GE(s.orders[k].splits, 1u) << k;
+  // Free in an interleaved order; invariants hold after each free.
+  for (size_t i = 0; i < pieces.size(); i += 2) {
+    pieces[i]->refcount.store(1);
+    arena->Free(pieces[i]);
+    ASSERT_TRUE(arena->CheckInvariants().ok()) << arena->CheckInvariants().ToString();
+  }
+  for (size_t i = 1; i < pieces.size(); i += 2) {
+    arena->Free(pieces[i]);
+    ASSERT_TRUE(arena->CheckInvariants().ok()) << arena->CheckInvariants().ToString();
+  }
+  arena->DrainThreadCaches();
+  EXPECT_EQ(arena->Stats().free_bytes, arena->capacity_bytes());
+  // Everything coalesced: two order-9 blocks can be had again.
+  Folio* a = *arena->Alloc(9);
+  Folio* b = *arena->Alloc(9);
+  arena->Free(a);
+  arena->Free(b);
+}
+
 using ArenaDeathTest = ::testing::Test;
+
+TEST(ArenaDeathTest, SplitOfOrderZeroOrFreeCrashes) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto arena = MakeArena(2 << 20);
+  ASSERT_NE(arena, nullptr);
+  Folio* f = *arena->Alloc(0);
+  EXPECT_DEATH(arena->Split(f), "Split");
+  Folio* g = *arena->Alloc(3);
+  arena->Free(g);
+  arena->DrainThreadCaches();
+  EXPECT_DEATH(arena->Split(g), "Split");
+  arena->Free(f);
+}
 
 TEST(ArenaDeathTest, DoubleFreeCrashes) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
