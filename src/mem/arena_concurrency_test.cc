@@ -2,7 +2,7 @@
 // allocate folios of random orders, write a pattern, hand some to other threads, and whoever
 // drops the last reference verifies and frees them. A reader thread meanwhile takes
 // speculative references with TryGet (as a lock-free page cache lookup does) and snapshots
-// Stats / CheckInvariants.
+// Stats / CheckInvariants. Workers also split folios in place.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -68,14 +68,22 @@ TEST(ArenaConcurrencyTest, AllocFreeAcrossThreads) {
   std::atomic<bool> corrupt{false};
   std::atomic<uint64_t> no_space{0};
   std::atomic<uint64_t> speculative_refs{0};
+  std::atomic<uint64_t> splits{0};
   std::atomic<int> running{kThreads};
 
   auto worker = [&](int id) {
     std::mt19937_64 rng(seed + static_cast<uint64_t>(id));
     std::vector<Folio*> mine;
     for (int i = 0; i < kOpsPerThread; ++i) {
+      if (i % 16 == 0) {
+        std::lock_guard<std::mutex> lock(boxes[id].mu);
+        while (!boxes[id].folios.empty()) {
+          mine.push_back(boxes[id].folios.front());
+          boxes[id].folios.pop_front();
+        }
+      }
       unsigned r = static_cast<unsigned>(rng() % 100);
-      if (r < 40 || mine.empty()) {
+      if (r < 35 || mine.empty()) {
         int order = static_cast<int>(rng() % 10 < 9 ? rng() % 5 : rng() % kNumOrders);
         Result<Folio*> f = arena->Alloc(order);
         if (!f.ok()) {
@@ -85,25 +93,32 @@ TEST(ArenaConcurrencyTest, AllocFreeAcrossThreads) {
         (*f)->owner.store(&boxes[id]);
         Stamp(arena, *f, rng() << 8);
         mine.push_back(*f);
-      } else if (r < 55) {
+      } else if (r < 50) {
         // Hand one to another thread: it will be freed by a thread that did not allocate it.
         Folio* f = mine.back();
         mine.pop_back();
         Mailbox& box = boxes[(id + 1 + rng() % (kThreads - 1)) % kThreads];
         std::lock_guard<std::mutex> lock(box.mu);
         box.folios.push_back(f);
+      } else if (r < 55) {
+        // Split in place, after freezing the refcount (1 -> 0) so no speculative reader holds
+        // the folio while its order changes, as the page cache does.
+        Folio* f = mine.back();
+        int32_t one = 1;
+        if (f->order == 0 || !f->refcount.compare_exchange_strong(one, 0)) continue;
+        if (!StampIntact(arena, f)) corrupt = true;
+        Folio* upper = arena->Split(f);
+        upper->owner.store(&boxes[id]);
+        Stamp(arena, upper, rng() << 8);
+        upper->refcount.store(1, std::memory_order_release);
+        f->refcount.store(1, std::memory_order_release);
+        splits.fetch_add(1);
+        mine.push_back(upper);
       } else {
         Folio* f = mine.back();
         mine.pop_back();
         if (!StampIntact(arena, f)) corrupt = true;
         Release(arena, f);
-      }
-      if (i % 64 == 0) {
-        std::lock_guard<std::mutex> lock(boxes[id].mu);
-        while (!boxes[id].folios.empty()) {
-          mine.push_back(boxes[id].folios.front());
-          boxes[id].folios.pop_front();
-        }
       }
     }
     for (Folio* f : mine) {
@@ -157,14 +172,16 @@ TEST(ArenaConcurrencyTest, AllocFreeAcrossThreads) {
     allocs += o.allocs;
     frees += o.frees;
   }
-  EXPECT_EQ(allocs, frees);
+  EXPECT_EQ(allocs + splits.load(), frees);  // each split makes one more folio to free
   EXPECT_EQ(s.free_bytes, s.capacity_bytes);
   arena->DrainThreadCaches();
   EXPECT_EQ(arena->Stats().orders[kMaxOrder].free_folios,
             arena->frame_count() / OrderPages(kMaxOrder));
   EXPECT_TRUE(arena->CheckInvariants().ok());
-  std::printf("allocs %llu, NoSpace %llu, speculative refs %llu\n",
+  EXPECT_GT(splits.load(), 0u);
+  std::printf("allocs %llu, splits %llu, NoSpace %llu, speculative refs %llu\n",
               static_cast<unsigned long long>(allocs),
+              static_cast<unsigned long long>(splits.load()),
               static_cast<unsigned long long>(no_space.load()),
               static_cast<unsigned long long>(speculative_refs.load()));
 }

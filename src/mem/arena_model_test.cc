@@ -113,12 +113,34 @@ void RunModel(uint64_t seed, size_t capacity_bytes, int ops) {
   Model model(frames);
   std::vector<Live> live;
   uint64_t allocs[kNumOrders] = {}, frees[kNumOrders] = {}, failures[kNumOrders] = {};
+  uint64_t splits_by_user[kNumOrders] = {};
   uint64_t live_bytes = 0;
   double alloc_bias = 0.7;
 
   for (int i = 0; i < ops; ++i) {
     if (i % 1500 == 0) alloc_bias = (rng() % 2) ? 0.75 : 0.35;
-    bool do_alloc = live.empty() || std::uniform_real_distribution<>(0, 1)(rng) < alloc_bias;
+    double u = std::uniform_real_distribution<>(0, 1)(rng);
+    if (!live.empty() && u < 0.05) {
+      // Split a random live folio of order >= 1 in place: both halves become live folios.
+      size_t k = rng() % live.size();
+      Live l = live[k];
+      if (l.order == 0) continue;
+      ASSERT_TRUE(PatternIntact(arena, l));
+      Folio* upper = arena->Split(l.folio);
+      ASSERT_EQ(l.folio->order, l.order - 1);
+      ASSERT_EQ(upper->order, l.order - 1);
+      ASSERT_EQ(upper->frame, l.folio->frame + OrderPages(l.order - 1));
+      ASSERT_EQ(upper->refcount.load(), 0);
+      live[k].order = l.order - 1;  // the lower half keeps its tag and its pattern
+      ASSERT_TRUE(PatternIntact(arena, live[k]));
+      upper->refcount.store(1);
+      Live u_live{upper, l.order - 1, rng()};
+      WritePattern(arena, u_live);
+      live.push_back(u_live);
+      ++splits_by_user[l.order];
+      continue;
+    }
+    bool do_alloc = live.empty() || u < alloc_bias;
     if (do_alloc) {
       int order = PickOrder(rng);
       Result<Folio*> r = arena->Alloc(order);
@@ -190,6 +212,7 @@ void RunModel(uint64_t seed, size_t capacity_bytes, int ops) {
   EXPECT_EQ(s.free_bytes, arena->capacity_bytes());
   uint64_t splits = 0, merges = 0;
   for (int o = 0; o < kNumOrders; ++o) {
+    EXPECT_GE(s.orders[o].splits, splits_by_user[o]) << "order " << o;
     splits += s.orders[o].splits;
     merges += s.orders[o].merges;
     if (o < kMaxOrder) {
