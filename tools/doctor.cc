@@ -106,7 +106,8 @@ Json DoctorJson(const DoctorArgs& args) {
   j["system"] = SystemJson();
   j["thp"] = ThpJson();
   j["hugetlb"] = HugetlbJson();
-  j["io_uring"] = ProbeResult(ProbeIoUring(), "created a ring and completed a NOP");
+  j["io_uring"] = ProbeResult(ProbeIoUring(args.dir),
+                              "wrote and read back 4K through an io_uring file device");
   j["o_direct"] = ProbeResult(ProbeODirect(args.dir), "wrote and read back 4K aligned");
   j["o_direct"]["dir"] = args.dir;
   j["fuse"] = ProbeResult(ProbeDevFuse(), "/dev/fuse opened read-write");

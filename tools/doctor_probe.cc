@@ -1,5 +1,7 @@
 #include "doctor_probe.h"
 
+#include "folio/block_device.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -100,26 +102,44 @@ std::map<std::string, uint64_t> ReadMeminfo() {
   return content ? ParseMeminfo(*content) : std::map<std::string, uint64_t>{};
 }
 
+namespace {
+
+// Creates a new empty file dir/.folio-doctor-<random> with extra open flags; returns its fd
+// and path, or the error (EINVAL with O_DIRECT means the file system refuses O_DIRECT).
+Result<int> CreateProbeFile(const std::string& dir, int extra_flags, std::string* path) {
+  std::mt19937_64 rng(std::random_device{}());
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    *path = dir + "/.folio-doctor-" + std::to_string(rng() % 1000000000);
+    int fd = open(path->c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | extra_flags, 0600);
+    if (fd >= 0) return fd;
+    if (errno != EEXIST) break;
+  }
+  const int err = errno;
+  if (err == EINVAL && (extra_flags & O_DIRECT) != 0) {
+    return Status::NotSupported(dir + ": file system does not support O_DIRECT");
+  }
+  return Status::FromErrno(err, *path);
+}
+
+using AlignedBuffer = std::unique_ptr<char, FreeDeleter>;
+
+// Two 4 KiB-aligned buffers, the first filled with random bytes.
+std::pair<AlignedBuffer, AlignedBuffer> ProbeBuffers() {
+  AlignedBuffer out(static_cast<char*>(std::aligned_alloc(4096, 4096)));
+  AlignedBuffer in(static_cast<char*>(std::aligned_alloc(4096, 4096)));
+  std::mt19937_64 rng(std::random_device{}());
+  for (size_t i = 0; i < 4096; ++i) out.get()[i] = static_cast<char>(rng());
+  std::memset(in.get(), 0, 4096);
+  return {std::move(out), std::move(in)};
+}
+
+}  // namespace
+
 Status ProbeODirect(const std::string& dir) {
   constexpr size_t kBytes = 4096;
-  std::mt19937_64 rng(std::random_device{}());
   std::string path;
-  int fd = -1;
-  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
-    path = dir + "/.folio-doctor-" + std::to_string(rng() % 1000000000);
-    fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_DIRECT | O_CLOEXEC, 0600);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) {
-    const int err = errno;
-    if (err == EINVAL) {
-      return Status::NotSupported(dir + ": file system does not support O_DIRECT");
-    }
-    return Status::FromErrno(err, path);
-  }
-  std::unique_ptr<char, FreeDeleter> out(static_cast<char*>(std::aligned_alloc(kBytes, kBytes)));
-  std::unique_ptr<char, FreeDeleter> in(static_cast<char*>(std::aligned_alloc(kBytes, kBytes)));
-  for (size_t i = 0; i < kBytes; ++i) out.get()[i] = static_cast<char>(rng());
+  FOLIO_ASSIGN_OR_RETURN(int fd, CreateProbeFile(dir, O_DIRECT, &path));
+  auto [out, in] = ProbeBuffers();
   Status status;
   ssize_t n = pwrite(fd, out.get(), kBytes, 0);
   if (n != static_cast<ssize_t>(kBytes)) {
@@ -135,6 +155,36 @@ Status ProbeODirect(const std::string& dir) {
     }
   }
   close(fd);
+  unlink(path.c_str());
+  return status;
+}
+
+Status ProbeIoUring(const std::string& dir) {
+  std::string path;
+  FOLIO_ASSIGN_OR_RETURN(int fd, CreateProbeFile(dir, 0, &path));
+  const bool sized = ftruncate(fd, 4096) == 0;
+  const int err = errno;
+  close(fd);
+  Status status;
+  if (!sized) {
+    status = Status::FromErrno(err, path + ": ftruncate");
+  } else {
+    FileDeviceOptions options;
+    options.engine = FileEngine::kUring;
+    options.direct = false;
+    options.queue_depth = 4;
+    Result<std::unique_ptr<BlockDevice>> dev = OpenFileDevice(path, options);
+    if (!dev.ok()) {
+      status = dev.status();
+    } else {
+      auto [out, in] = ProbeBuffers();
+      status = (*dev)->Write(0, out.get(), 4096);
+      if (status.ok()) status = (*dev)->Read(0, in.get(), 4096);
+      if (status.ok() && std::memcmp(in.get(), out.get(), 4096) != 0) {
+        status = Status::Corruption(path + ": io_uring read returned other bytes than written");
+      }
+    }
+  }
   unlink(path.c_str());
   return status;
 }

@@ -40,9 +40,10 @@ Status ProbeODirect(const std::string& dir);
 // /dev/fuse: NotFound if absent, the open(2) error if it cannot be opened, else OK.
 Status ProbeDevFuse();
 
-// Creates an io_uring, submits a NOP and reaps it (doctor_uring.cc, the tools' only
-// liburing user). OK or the failing step with its error text.
-Status ProbeIoUring();
+// Proves io_uring works through the io layer (src/io is the only liburing user): opens a
+// temp file in dir as a BlockDevice with the io_uring engine forced, writes and reads back
+// 4 KiB through the ring, deletes the file. OK or the failing step with its error text.
+Status ProbeIoUring(const std::string& dir);
 
 // Reads a whole small file; nullopt if it does not exist or cannot be read.
 std::optional<std::string> ReadSmallFile(const std::string& path);

@@ -87,9 +87,10 @@ TEST(DoctorProbeTest, ODirectProbeNamesAMissingDirectory) {
       << s.ToString();
 }
 
-TEST(DoctorProbeTest, IoUringProbeAnswers) {
+TEST_F(TempDir, IoUringProbeAnswersAndLeavesNothingBehind) {
   // io_uring works on the target machine; if a sandbox forbids it the error must say where.
-  Status s = ProbeIoUring();
+  Status s = ProbeIoUring(dir_);
+  EXPECT_EQ(std::system(("test -z \"$(ls -A '" + dir_ + "')\"").c_str()), 0);
   if (!s.ok()) {
     EXPECT_NE(s.message().find("io_uring"), std::string::npos) << s.ToString();
   }

@@ -1,0 +1,129 @@
+// `folio bench`: flag parsing and validation; the run itself is RunBench (runner.cc).
+#include <sys/sysinfo.h>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "base/units.h"
+#include "bench/runner.h"
+#include "cli.h"
+#include "cli_util.h"
+
+namespace folio::cli {
+
+namespace {
+
+constexpr char kPrefix[] = "folio bench";
+
+struct BenchArgs {
+  std::string engines = std::string(bench::kDefaultEngines);
+  std::string cache;
+  std::string dir;
+  std::string output_format = "normal";
+  std::string plot;
+  std::string seed;
+  std::vector<std::string> jobfiles;
+};
+
+uint64_t PhysicalMemoryBytes() {
+  struct sysinfo si;
+  if (sysinfo(&si) != 0) return 0;
+  return static_cast<uint64_t>(si.totalram) * si.mem_unit;
+}
+
+std::string DefaultDir() {
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+}
+
+// Validates the flags into a config; a non-OK status is a usage error.
+Status BuildConfig(const BenchArgs& args, bench::BenchConfig* config) {
+  Result<std::vector<bench::EngineSpec>> engines = bench::ParseEngineList(args.engines);
+  if (!engines.ok()) {
+    return Status::InvalidArgument("--engine " + std::string(engines.status().message()));
+  }
+  config->engines = *engines;
+
+  const uint64_t memory = PhysicalMemoryBytes();
+  if (args.cache.empty()) {
+    config->cache_bytes = std::max<uint64_t>(memory / 4 / (2 << 20) * (2 << 20), 64 << 20);
+  } else {
+    Result<uint64_t> cache = ParseSize(args.cache, "--cache");
+    if (!cache.ok()) {
+      return Status::InvalidArgument("--cache " + args.cache + ": not a size; use e.g. 256M or 4G");
+    }
+    if (*cache < (16 << 20)) {
+      return Status::InvalidArgument("--cache " + args.cache + ": too small; use at least 16M");
+    }
+    if (memory != 0 && *cache > memory) {
+      return Status::InvalidArgument("--cache " + args.cache + ": more than the machine's " +
+                                     FormatSize(memory) + " of memory; use less (e.g. 1G)");
+    }
+    config->cache_bytes = *cache;
+  }
+
+  config->dir = args.dir.empty() ? DefaultDir() : args.dir;
+  FOLIO_RETURN_IF_ERROR(CheckDirectoryFlag("--dir", config->dir, "$TMPDIR or /tmp"));
+
+  if (args.output_format == "json") {
+    config->json = true;
+  } else if (args.output_format != "normal") {
+    return Status::InvalidArgument("--output-format " + args.output_format +
+                                   ": unknown format; use normal or json");
+  }
+  if (!args.plot.empty()) {
+    const size_t slash = args.plot.rfind('/');
+    const std::string parent = slash == std::string::npos ? "." : args.plot.substr(0, slash + 1);
+    FOLIO_RETURN_IF_ERROR(CheckDirectoryFlag("--plot", parent, "the current directory"));
+    config->plot_path = args.plot;
+  }
+  if (!args.seed.empty()) {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long v = std::strtoull(args.seed.c_str(), &end, 10);
+    if (errno != 0 || end == args.seed.c_str() || *end != '\0' || args.seed[0] == '-') {
+      return Status::InvalidArgument("--seed " + args.seed + ": not a number; use e.g. 42");
+    }
+    config->seed = v;
+  }
+  config->jobfiles = args.jobfiles;
+  return Status::OK();
+}
+
+}  // namespace
+
+Command AddBenchCommand(CLI::App& root) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* sub = root.add_subcommand(
+      "bench", "Run fio job files against Folio's page cache and the kernel, side by side on "
+               "the same file and data.");
+  sub->add_option("--engine", args->engines,
+                  "Comma-separated engines: kernel, folio:4k, folio:dynamic, "
+                  "folio:fixed:SIZE (e.g. folio:fixed:64k)")
+      ->default_str(std::string(bench::kDefaultEngines));
+  sub->add_option("--cache", args->cache,
+                  "Folio page cache memory (e.g. 1G); default a quarter of physical memory");
+  sub->add_option("--dir", args->dir,
+                  "Where temporary data files go (a fresh directory inside it); default "
+                  "$TMPDIR or /tmp");
+  sub->add_option("--output-format", args->output_format, "normal (tables) or json (fio's shape)")
+      ->default_str("normal");
+  sub->add_option("--plot", args->plot, "Also write an SVG chart of IOPS and folio sizes");
+  sub->add_option("--seed", args->seed, "Seed of the workers' offset generators; default random");
+  sub->add_option("JOBFILE", args->jobfiles, "fio job files")->required();
+  sub->footer(
+      "Job files: fio's INI format ([global] and job sections). Keys: rw, bs, size, filename, "
+      "iodepth, numjobs, runtime, time_based, direct, rwmixread, ramp_time, pre_read; ioengine, "
+      "thread and group_reporting are ignored.");
+  return Command{sub, [args] {
+                   bench::BenchConfig config;
+                   Status s = BuildConfig(*args, &config);
+                   if (!s.ok()) return UsageError(kPrefix, s.message());
+                   return bench::RunBench(config);
+                 }};
+}
+
+}  // namespace folio::cli

@@ -1,0 +1,77 @@
+// Bench engines: how one job reaches the file. An Engine is built per (job, engine) run on
+// the shared data file; it prepares outside the timed region (open, start cold, pre_read),
+// hands each worker thread a WorkerIo, and afterwards syncs writes and gathers its stats
+// (again outside the timed region).
+//
+//   kernel        pread / pwrite on the file; O_DIRECT with aligned buffers when direct=1,
+//                 else buffered through the kernel's page cache (dropped with
+//                 POSIX_FADV_DONTNEED first, so every engine starts cold)
+//   folio:POLICY  a PageCache of --cache bytes with that folio policy over
+//                 OpenFileDevice(file, O_DIRECT), one AddressSpace; with direct=1 the cache
+//                 is bypassed and workers drive the BlockDevice with iodepth requests in
+//                 flight (buffers from a FolioArena registered with the device)
+//
+// Thread safety: Prepare / NewWorker / Finish are called from the bench's main thread; each
+// WorkerIo is then used by one worker thread; the engine outlives its workers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/engine_spec.h"
+#include "bench/jobfile.h"
+#include "bench/workload.h"
+#include "folio/block_device.h"
+#include "folio/page_cache.h"
+#include "folio/status.h"
+
+namespace folio::bench {
+
+// What a folio engine reports after its run.
+struct FolioRunStats {
+  bool cache_used = false;          // false for direct=1 (device only)
+  PageCacheStats cache;             // counters over the run (pre_read excluded); resident now
+  DeviceStatsSnapshot device;       // requests that reached the file over the run
+  ArenaBackingReport backing;       // what the cache's (or buffers') arena obtained
+  double setup_s = 0;               // cache creation + pre_read, not timed
+  double sync_s = 0;                // Fsync after a write run, not timed
+};
+
+struct EngineContext {
+  JobSpec job;
+  EngineSpec engine;
+  std::string path;            // the data file
+  uint64_t file_bytes = 0;     // bytes the job covers (a multiple of 4096)
+  uint64_t cache_bytes = 0;    // --cache
+  const std::atomic<bool>* stop = nullptr;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // Opens the file and warms it when the job asks (pre_read). Not timed.
+  virtual Status Prepare() = 0;
+  // A WorkerIo for worker `index` (buffers, requests). Called before the timed region.
+  virtual Result<std::unique_ptr<WorkerIo>> NewWorker(uint32_t index) = 0;
+  // After the run: syncs written data and collects stats. Not timed.
+  virtual Status Finish() = 0;
+  // Set after Finish for folio engines.
+  virtual const FolioRunStats* folio_stats() const { return nullptr; }
+  // Remarks for the report (e.g. "page cache dropped, then file pre-read").
+  virtual std::vector<std::string> notes() const { return {}; }
+};
+
+std::unique_ptr<Engine> NewKernelEngine(const EngineContext& ctx);
+std::unique_ptr<Engine> NewFolioCachedEngine(const EngineContext& ctx);
+std::unique_ptr<Engine> NewFolioDirectEngine(const EngineContext& ctx);
+
+// The right engine for ctx.engine and ctx.job.direct.
+std::unique_ptr<Engine> NewEngine(const EngineContext& ctx);
+
+// Counter fields of `after` minus `before` (per order and totals); gauges (resident, dirty,
+// memory) are taken from `after`.
+PageCacheStats DiffCacheStats(const PageCacheStats& after, const PageCacheStats& before);
+
+}  // namespace folio::bench

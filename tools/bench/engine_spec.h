@@ -1,0 +1,37 @@
+// EngineSpec: one `--engine` choice of `folio bench`: the kernel (pread / pwrite on the file,
+// buffered or O_DIRECT as the job says) or Folio with a folio policy (4k, fixed:SIZE,
+// dynamic). Parsing is pure so the CLI can reject a bad list before any work starts.
+//
+// Thread safety: values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "folio/status.h"
+
+namespace folio::bench {
+
+struct EngineSpec {
+  enum class Kind { kKernel, kFolio4k, kFolioFixed, kFolioDynamic } kind = Kind::kKernel;
+  uint64_t fixed_bytes = 0;  // kFolioFixed: a power of two from 4K to 2M
+
+  bool is_folio() const { return kind != Kind::kKernel; }
+  // "kernel", "folio:4k", "folio:fixed:64k", "folio:dynamic".
+  std::string Name() const;
+  // The folio policy's name as PageCache prints it ("4k", "fixed:64K", "dynamic"), or
+  // "kernel".
+  std::string PolicyName() const;
+  bool operator==(const EngineSpec&) const = default;
+};
+
+inline constexpr std::string_view kDefaultEngines = "kernel,folio:4k,folio:fixed:64k,folio:dynamic";
+
+// Parses one engine name. The error names the value and lists the choices.
+Result<EngineSpec> ParseEngine(std::string_view text);
+// Parses a comma-separated list (no empty items, no duplicates).
+Result<std::vector<EngineSpec>> ParseEngineList(std::string_view text);
+
+}  // namespace folio::bench

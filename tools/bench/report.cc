@@ -1,0 +1,288 @@
+#include "bench/report.h"
+
+#include <cstdio>
+
+#include "base/units.h"
+
+namespace folio::bench {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string Printf(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, v);
+  return buf;
+}
+
+std::string FormatUs(uint64_t ns) {
+  const double us = static_cast<double>(ns) / 1000.0;
+  return Printf(us < 10 ? "%.2f" : us < 1000 ? "%.1f" : "%.0f", us);
+}
+
+std::string FormatCount(uint64_t n) {
+  if (n >= 10000000) return Printf("%.0fM", static_cast<double>(n) / 1e6);
+  if (n >= 1000000) return Printf("%.1fM", static_cast<double>(n) / 1e6);
+  if (n >= 10000) return Printf("%.0fk", static_cast<double>(n) / 1e3);
+  return std::to_string(n);
+}
+
+std::string JobLine(const RunResult& r) {
+  const JobSpec& j = r.job;
+  std::string s =
+      "[" + j.name + "] rw=" + std::string(RwModeName(j.rw)) + " bs=" + FormatSize(j.block_bytes);
+  if (j.rw == RwMode::kReadWrite || j.rw == RwMode::kRandReadWrite) {
+    s += " rwmixread=" + std::to_string(j.rwmixread);
+  }
+  if (j.size_bytes != 0) s += " size=" + FormatSize(j.size_bytes);
+  s += " iodepth=" + std::to_string(j.iodepth) + " numjobs=" + std::to_string(j.numjobs);
+  if (j.runtime_us != 0) s += " runtime=" + Printf("%gs", static_cast<double>(j.runtime_us) / 1e6);
+  if (j.time_based) s += " time_based";
+  if (j.ramp_time_us != 0) {
+    s += " ramp_time=" + Printf("%gs", static_cast<double>(j.ramp_time_us) / 1e6);
+  }
+  s += std::string(" direct=") + (j.direct ? "1" : "0");
+  if (j.pre_read) s += " pre_read=1";
+  s += "\n  file " + r.file + (r.file_created ? " (created for the run)" : "") + "\n";
+  return s;
+}
+
+// Resident bytes per folio size, non-zero only: "4K:512M 64K:1.50G".
+std::string ResidentByOrder(const PageCacheStats& c) {
+  std::string s;
+  for (int o = 0; o < kNumOrders; ++o) {
+    if (c.orders[o].resident_bytes == 0) continue;
+    if (!s.empty()) s += " ";
+    s += FormatSize(OrderBytes(o)) + ":" + FormatSize(c.orders[o].resident_bytes);
+  }
+  return s.empty() ? "none" : s;
+}
+
+std::string FolioLine(const RunResult& r) {
+  const FolioRunStats& f = r.folio;
+  std::string s = "  " + r.engine.Name() + ": ";
+  if (f.cache_used) {
+    uint64_t hits = 0, misses = 0, fallbacks = 0;
+    for (const CacheOrderStats& o : f.cache.orders) {
+      hits += o.hits;
+      misses += o.misses;
+      fallbacks += o.fallbacks;
+    }
+    const HistogramSnapshot& wb = f.cache.writeback_request_bytes;
+    s += "hits " + FormatCount(hits) + ", misses " + FormatCount(misses) + ", resident " +
+         ResidentByOrder(f.cache) + ", readahead " + FormatCount(f.cache.readahead_windows) +
+         " windows, writeback " + FormatCount(f.cache.writeback_requests) + " req";
+    if (f.cache.writeback_requests != 0) {
+      s += " (mean " + FormatSize(f.cache.writeback_bytes / f.cache.writeback_requests) + ")";
+    } else if (wb.count != 0) {
+      s += " (mean " + FormatSize(static_cast<uint64_t>(wb.Mean())) + ")";
+    }
+    s += ", fallbacks " + FormatCount(fallbacks) + ", evictions " +
+         FormatCount(f.cache.evictions);
+  } else {
+    const DeviceStatsSnapshot& d = f.device;
+    s += "device " + FormatCount(d.read_requests) + " reads, " + FormatCount(d.write_requests) +
+         " writes, " + FormatCount(d.read_merges + d.write_merges) + " merges";
+  }
+  s += "; arena " + std::string(ArenaBackingName(f.backing.obtained)) + " (" +
+       FormatSize(f.backing.anon_huge_bytes + f.backing.hugetlb_bytes) + " huge of " +
+       FormatSize(f.backing.capacity_bytes) + ")\n";
+  return s;
+}
+
+Json DirJson(const DirStats& d, double elapsed_s) {
+  const HistogramSnapshot& h = d.latency_ns;
+  Json pct = Json::object();
+  for (double q : {1.0, 5.0, 10.0, 50.0, 90.0, 95.0, 99.0, 99.9}) {
+    pct[Printf("%f", q)] = d.ops ? h.Percentile(q / 100.0) : 0;
+  }
+  const double secs = elapsed_s > 0 ? elapsed_s : 1;
+  return Json{
+      {"io_bytes", d.bytes},
+      {"io_kbytes", d.bytes / 1024},
+      {"bw_bytes", static_cast<uint64_t>(static_cast<double>(d.bytes) / secs)},
+      {"bw", static_cast<uint64_t>(static_cast<double>(d.bytes) / secs / 1024)},
+      {"iops", static_cast<double>(d.ops) / secs},
+      {"runtime", static_cast<uint64_t>(elapsed_s * 1000)},
+      {"total_ios", d.ops},
+      {"clat_ns", {{"mean", h.Mean()}, {"max", h.max}, {"percentile", pct}}},
+  };
+}
+
+Json FolioJson(const FolioRunStats& f) {
+  Json j;
+  j["cache_used"] = f.cache_used;
+  if (f.cache_used) {
+    const PageCacheStats& c = f.cache;
+    Json orders = Json::array();
+    for (int o = 0; o < kNumOrders; ++o) {
+      const CacheOrderStats& s = c.orders[o];
+      orders.push_back({{"order", o}, {"folio_bytes", OrderBytes(o)},
+                        {"resident_folios", s.resident_folios},
+                        {"resident_bytes", s.resident_bytes}, {"allocs", s.allocs},
+                        {"fallbacks", s.fallbacks}, {"splits", s.splits},
+                        {"collapses", s.collapses}, {"hits", s.hits}, {"misses", s.misses},
+                        {"evictions", s.evictions}});
+    }
+    j["orders"] = orders;
+    j["cache"] = {{"memory_bytes", c.memory_bytes}, {"resident_bytes", c.resident_bytes},
+                  {"dirty_bytes", c.dirty_bytes}, {"readahead_windows", c.readahead_windows},
+                  {"readahead_async", c.readahead_async},
+                  {"readahead_hit_pages", c.readahead_hit_pages}, {"evictions", c.evictions},
+                  {"evicted_dirty", c.evicted_dirty},
+                  {"writeback_requests", c.writeback_requests},
+                  {"writeback_bytes", c.writeback_bytes},
+                  {"throttled_writes", c.throttled_writes}};
+  }
+  const DeviceStatsSnapshot& d = f.device;
+  j["device"] = {{"read_requests", d.read_requests}, {"read_bytes", d.read_bytes},
+                 {"write_requests", d.write_requests}, {"write_bytes", d.write_bytes},
+                 {"flushes", d.flushes}, {"read_merges", d.read_merges},
+                 {"write_merges", d.write_merges}, {"errors", d.errors},
+                 {"read_request_bytes_mean", d.read_request_bytes.Mean()},
+                 {"write_request_bytes_mean", d.write_request_bytes.Mean()},
+                 {"latency_ns", {{"p50", d.latency_ns.Percentile(0.5)},
+                                 {"p99", d.latency_ns.Percentile(0.99)},
+                                 {"max", d.latency_ns.max}}}};
+  const ArenaBackingReport& b = f.backing;
+  j["arena"] = {{"requested", std::string(ArenaBackingName(b.requested))},
+                {"obtained", std::string(ArenaBackingName(b.obtained))},
+                {"capacity_bytes", b.capacity_bytes}, {"anon_huge_bytes", b.anon_huge_bytes},
+                {"hugetlb_bytes", b.hugetlb_bytes}, {"rss_bytes", b.rss_bytes},
+                {"note", b.note}};
+  j["setup_s"] = f.setup_s;
+  j["sync_s"] = f.sync_s;
+  return j;
+}
+
+Json JobOptionsJson(const JobSpec& j) {
+  return Json{{"rw", std::string(RwModeName(j.rw))}, {"bs", std::to_string(j.block_bytes)},
+              {"size", std::to_string(j.size_bytes)}, {"iodepth", std::to_string(j.iodepth)},
+              {"numjobs", std::to_string(j.numjobs)},
+              {"runtime", std::to_string(j.runtime_us / 1000000)},
+              {"time_based", j.time_based ? "1" : "0"}, {"direct", j.direct ? "1" : "0"},
+              {"rwmixread", std::to_string(j.rwmixread)},
+              {"ramp_time", std::to_string(j.ramp_time_us / 1000000)},
+              {"pre_read", j.pre_read ? "1" : "0"}};
+}
+
+}  // namespace
+
+double RunResult::iops() const {
+  return timed.elapsed_s > 0 ? static_cast<double>(ops()) / timed.elapsed_s : 0;
+}
+
+double RunResult::bytes_per_s() const {
+  return timed.elapsed_s > 0 ? static_cast<double>(bytes()) / timed.elapsed_s : 0;
+}
+
+double RunResult::cpu_s_per_gib() const {
+  if (bytes() == 0) return 0;
+  return (timed.usr_cpu_s + timed.sys_cpu_s) / (static_cast<double>(bytes()) / kGiB);
+}
+
+HistogramSnapshot RunResult::latency_ns() const {
+  HistogramSnapshot h = timed.read.latency_ns;
+  h.Merge(timed.write.latency_ns);
+  return h;
+}
+
+std::string FormatIops(double iops) {
+  if (iops >= 10e6) return Printf("%.1fM", iops / 1e6);
+  if (iops >= 1e6) return Printf("%.2fM", iops / 1e6);
+  if (iops >= 1e3) return Printf("%.1fk", iops / 1e3);
+  return Printf("%.0f", iops);
+}
+
+std::string FormatJobTable(const std::vector<RunResult>& runs) {
+  if (runs.empty()) return "";
+  std::string out = JobLine(runs.front());
+  const RunResult* kernel = nullptr;
+  const RunResult* folio4k = nullptr;
+  for (const RunResult& r : runs) {
+    if (r.engine.kind == EngineSpec::Kind::kKernel) kernel = &r;
+    if (r.engine.kind == EngineSpec::Kind::kFolio4k) folio4k = &r;
+  }
+  char line[256];
+  std::snprintf(line, sizeof(line), "  %-18s %9s %9s %8s %8s %9s", "engine", "IOPS", "MiB/s",
+                "p50 us", "p99 us", "CPU s/GiB");
+  out += line;
+  if (kernel) out += "  vs kernel";
+  if (folio4k) out += "  vs folio:4k";
+  out += "\n";
+  for (const RunResult& r : runs) {
+    HistogramSnapshot lat = r.latency_ns();
+    std::snprintf(line, sizeof(line), "  %-18s %9s %9.1f %8s %8s %9.2f", r.engine.Name().c_str(),
+                  FormatIops(r.iops()).c_str(), r.bytes_per_s() / (1024.0 * 1024.0),
+                  FormatUs(lat.Percentile(0.5)).c_str(), FormatUs(lat.Percentile(0.99)).c_str(),
+                  r.cpu_s_per_gib());
+    out += line;
+    for (const RunResult* base : {kernel, folio4k}) {
+      if (base == nullptr) continue;
+      const double ratio = base->iops() > 0 ? r.iops() / base->iops() : 0;
+      std::snprintf(line, sizeof(line), base == kernel ? "  %8.2fx" : "  %11.2fx", ratio);
+      out += line;
+    }
+    out += "\n";
+  }
+  for (const RunResult& r : runs) {
+    if (r.has_folio) out += FolioLine(r);
+  }
+  for (const RunResult& r : runs) {
+    for (const std::string& n : r.notes) out += "  note: " + n + "\n";
+    if (r.timed.interrupted) out += "  note: " + r.engine.Name() + " was interrupted\n";
+  }
+  return out + "\n";
+}
+
+std::string FormatLegend() {
+  return "Legend:\n"
+         "  IOPS, MiB/s   operations and bytes per second over the timed region (after "
+         "ramp_time)\n"
+         "  p50, p99 us   per-operation completion latency (histogram buckets, within 25%)\n"
+         "  CPU s/GiB     user + system CPU of the whole process during the timed region, per "
+         "GiB moved\n"
+         "  vs X          IOPS of this engine divided by X's IOPS in the same job\n"
+         "  kernel        pread/pwrite through the kernel page cache (all of the machine's "
+         "memory, not --cache) or O_DIRECT\n"
+         "  folio:P       Folio's page cache of --cache bytes, folio policy P, over the file "
+         "opened O_DIRECT (direct=1: the io layer alone)\n"
+         "  hits/misses   lookups served by a resident folio / folios created for a miss; "
+         "resident: bytes per folio size at the end;\n"
+         "                readahead windows issued; writeback requests and their mean size; "
+         "fallbacks: large folios the arena could not serve\n";
+}
+
+Json ResultsJson(const std::vector<RunResult>& runs, uint64_t cache_bytes) {
+  Json root;
+  root["fio version"] = "folio-0.1.0";
+  root["global options"] = {{"cache", std::to_string(cache_bytes)}};
+  Json jobs = Json::array();
+  for (const RunResult& r : runs) {
+    const double secs = r.timed.elapsed_s;
+    Json j;
+    j["jobname"] = r.job.name;
+    j["engine"] = r.engine.Name();
+    j["policy"] = r.engine.PolicyName();
+    j["seed"] = r.timed.seed;
+    j["filename"] = r.file;
+    j["job options"] = JobOptionsJson(r.job);
+    j["job_runtime"] = static_cast<uint64_t>(secs * 1000);
+    j["read"] = DirJson(r.timed.read, secs);
+    j["write"] = DirJson(r.timed.write, secs);
+    j["usr_cpu"] = secs > 0 ? 100.0 * r.timed.usr_cpu_s / secs : 0;
+    j["sys_cpu"] = secs > 0 ? 100.0 * r.timed.sys_cpu_s / secs : 0;
+    j["cpu_s_per_gib"] = r.cpu_s_per_gib();
+    j["interrupted"] = r.timed.interrupted;
+    if (r.has_folio) j["folio"] = FolioJson(r.folio);
+    j["notes"] = r.notes;
+    jobs.push_back(j);
+  }
+  root["jobs"] = jobs;
+  return root;
+}
+
+}  // namespace folio::bench

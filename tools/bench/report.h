@@ -1,0 +1,52 @@
+// Reports of `folio bench`: the side-by-side table per job (human), fio's JSON shape
+// (--output-format=json), and the values both are computed from.
+//
+// Thread safety: pure functions over values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/engine.h"
+#include "bench/engine_spec.h"
+#include "bench/jobfile.h"
+#include "bench/workload.h"
+
+namespace folio::bench {
+
+// One engine's run of one job.
+struct RunResult {
+  JobSpec job;
+  EngineSpec engine;
+  std::string file;          // the data file
+  bool file_created = false; // a temp file made for the job (vs the job's filename)
+  TimedRun timed;
+  bool has_folio = false;
+  FolioRunStats folio;
+  std::vector<std::string> notes;
+
+  uint64_t ops() const { return timed.read.ops + timed.write.ops; }
+  uint64_t bytes() const { return timed.read.bytes + timed.write.bytes; }
+  double iops() const;
+  double bytes_per_s() const;
+  double cpu_s_per_gib() const;  // 0 when nothing moved
+  // Read and write latencies together.
+  HistogramSnapshot latency_ns() const;
+};
+
+// "412k", "1.01M", "950".
+std::string FormatIops(double iops);
+
+// The table of one job's runs (all of the same job), then a line of folio stats per folio
+// engine and the notes. Ends with a blank line.
+std::string FormatJobTable(const std::vector<RunResult>& runs);
+// The legend printed once after all tables.
+std::string FormatLegend();
+
+// fio's JSON shape: {"fio version", "global options", "jobs": [...]}, one job entry per run.
+nlohmann::ordered_json ResultsJson(const std::vector<RunResult>& runs, uint64_t cache_bytes);
+
+}  // namespace folio::bench
