@@ -53,9 +53,125 @@ void Release(FolioArena* arena, Folio* f) {
   if (f->Put() == 0) arena->Free(f);
 }
 
+class CrossThreadRun {
+ public:
+  static constexpr int kThreads = 3;
+  static constexpr int kOpsPerThread = 20000;
+
+  CrossThreadRun(uint64_t seed, FolioArena* arena) : seed_(seed), arena_(arena) {}
+
+  void Run() {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) threads.emplace_back([this, t] { Worker(t); });
+    std::thread reader([this] { Reader(); });
+    for (std::thread& t : threads) t.join();
+    reader.join();
+    // Folios still in mailboxes (sent after the receiver's last pickup).
+    for (Mailbox& box : boxes_) {
+      for (Folio* f : box.folios) Finish(f);
+      box.folios.clear();
+    }
+  }
+
+  bool corrupt() const { return corrupt_.load(); }
+  uint64_t splits() const { return splits_.load(); }
+  uint64_t no_space() const { return no_space_.load(); }
+  uint64_t speculative_refs() const { return speculative_refs_.load(); }
+
+ private:
+  void Worker(int id) {
+    std::mt19937_64 rng(seed_ + static_cast<uint64_t>(id));
+    std::vector<Folio*> mine;
+    for (int i = 0; i < kOpsPerThread; ++i) {
+      if (i % 16 == 0) TakeMail(id, &mine);
+      unsigned r = static_cast<unsigned>(rng() % 100);
+      if (r < 35 || mine.empty()) {
+        int order = static_cast<int>(rng() % 10 < 9 ? rng() % 5 : rng() % kNumOrders);
+        Result<Folio*> f = arena_->Alloc(order);
+        if (!f.ok()) {
+          no_space_.fetch_add(1);
+          continue;
+        }
+        (*f)->owner.store(&boxes_[id]);
+        Stamp(arena_, *f, rng() << 8);
+        mine.push_back(*f);
+      } else if (r < 50) {
+        // Hand one to another thread: it will be freed by a thread that did not allocate it.
+        Mailbox& box = boxes_[(id + 1 + rng() % (kThreads - 1)) % kThreads];
+        std::lock_guard<std::mutex> lock(box.mu);
+        box.folios.push_back(mine.back());
+        mine.pop_back();
+      } else if (r < 55) {
+        if (Folio* upper = TrySplit(mine.back(), rng() << 8, id)) mine.push_back(upper);
+      } else {
+        Finish(mine.back());
+        mine.pop_back();
+      }
+    }
+    for (Folio* f : mine) Finish(f);
+    running_.fetch_sub(1);
+  }
+
+  void TakeMail(int id, std::vector<Folio*>* mine) {
+    std::lock_guard<std::mutex> lock(boxes_[id].mu);
+    mine->insert(mine->end(), boxes_[id].folios.begin(), boxes_[id].folios.end());
+    boxes_[id].folios.clear();
+  }
+
+  // Splits in place after freezing the refcount (1 -> 0) so that no speculative reader holds
+  // the folio while its order changes, as the page cache does. Returns the upper half.
+  Folio* TrySplit(Folio* f, uint64_t tag, int id) {
+    int32_t one = 1;
+    if (f->order == 0 || !f->refcount.compare_exchange_strong(one, 0)) return nullptr;
+    if (!StampIntact(arena_, f)) corrupt_ = true;
+    Folio* upper = arena_->Split(f);
+    upper->owner.store(&boxes_[id]);
+    Stamp(arena_, upper, tag);
+    upper->refcount.store(1, std::memory_order_release);
+    f->refcount.store(1, std::memory_order_release);
+    splits_.fetch_add(1);
+    return upper;
+  }
+
+  void Finish(Folio* f) {
+    if (!StampIntact(arena_, f)) corrupt_ = true;
+    Release(arena_, f);
+  }
+
+  // Speculative lookups: a TryGet on any frame must only succeed on live folio heads.
+  void Reader() {
+    std::mt19937_64 rng(seed_ ^ 0x1234);
+    int n = 0;
+    while (running_.load() > 0) {
+      Folio* f = arena_->Frame(static_cast<uint32_t>(rng() % arena_->frame_count()));
+      if (f->TryGet()) {
+        speculative_refs_.fetch_add(1);
+        if (f->frame % f->nr_pages() != 0) corrupt_ = true;
+        Release(arena_, f);
+      }
+      if (++n % 4096 == 0) {
+        ArenaStats s = arena_->Stats();
+        if (s.free_bytes > s.capacity_bytes) corrupt_ = true;
+        Status inv = arena_->CheckInvariants();
+        if (!inv.ok()) {
+          ADD_FAILURE() << inv.ToString();
+          corrupt_ = true;
+        }
+      }
+    }
+  }
+
+  const uint64_t seed_;
+  FolioArena* const arena_;
+  Mailbox boxes_[kThreads];
+  std::atomic<bool> corrupt_{false};
+  std::atomic<uint64_t> no_space_{0};
+  std::atomic<uint64_t> speculative_refs_{0};
+  std::atomic<uint64_t> splits_{0};
+  std::atomic<int> running_{kThreads};
+};
+
 TEST(ArenaConcurrencyTest, AllocFreeAcrossThreads) {
-  constexpr int kThreads = 3;
-  constexpr int kOpsPerThread = 20000;
   const uint64_t seed = Seed();
   SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
   ArenaOptions opts;
@@ -63,107 +179,9 @@ TEST(ArenaConcurrencyTest, AllocFreeAcrossThreads) {
   auto arena_or = FolioArena::Create(opts);
   ASSERT_TRUE(arena_or.ok()) << arena_or.status().ToString();
   FolioArena* arena = arena_or->get();
-
-  Mailbox boxes[kThreads];
-  std::atomic<bool> corrupt{false};
-  std::atomic<uint64_t> no_space{0};
-  std::atomic<uint64_t> speculative_refs{0};
-  std::atomic<uint64_t> splits{0};
-  std::atomic<int> running{kThreads};
-
-  auto worker = [&](int id) {
-    std::mt19937_64 rng(seed + static_cast<uint64_t>(id));
-    std::vector<Folio*> mine;
-    for (int i = 0; i < kOpsPerThread; ++i) {
-      if (i % 16 == 0) {
-        std::lock_guard<std::mutex> lock(boxes[id].mu);
-        while (!boxes[id].folios.empty()) {
-          mine.push_back(boxes[id].folios.front());
-          boxes[id].folios.pop_front();
-        }
-      }
-      unsigned r = static_cast<unsigned>(rng() % 100);
-      if (r < 35 || mine.empty()) {
-        int order = static_cast<int>(rng() % 10 < 9 ? rng() % 5 : rng() % kNumOrders);
-        Result<Folio*> f = arena->Alloc(order);
-        if (!f.ok()) {
-          no_space.fetch_add(1);
-          continue;
-        }
-        (*f)->owner.store(&boxes[id]);
-        Stamp(arena, *f, rng() << 8);
-        mine.push_back(*f);
-      } else if (r < 50) {
-        // Hand one to another thread: it will be freed by a thread that did not allocate it.
-        Folio* f = mine.back();
-        mine.pop_back();
-        Mailbox& box = boxes[(id + 1 + rng() % (kThreads - 1)) % kThreads];
-        std::lock_guard<std::mutex> lock(box.mu);
-        box.folios.push_back(f);
-      } else if (r < 55) {
-        // Split in place, after freezing the refcount (1 -> 0) so no speculative reader holds
-        // the folio while its order changes, as the page cache does.
-        Folio* f = mine.back();
-        int32_t one = 1;
-        if (f->order == 0 || !f->refcount.compare_exchange_strong(one, 0)) continue;
-        if (!StampIntact(arena, f)) corrupt = true;
-        Folio* upper = arena->Split(f);
-        upper->owner.store(&boxes[id]);
-        Stamp(arena, upper, rng() << 8);
-        upper->refcount.store(1, std::memory_order_release);
-        f->refcount.store(1, std::memory_order_release);
-        splits.fetch_add(1);
-        mine.push_back(upper);
-      } else {
-        Folio* f = mine.back();
-        mine.pop_back();
-        if (!StampIntact(arena, f)) corrupt = true;
-        Release(arena, f);
-      }
-    }
-    for (Folio* f : mine) {
-      if (!StampIntact(arena, f)) corrupt = true;
-      Release(arena, f);
-    }
-    running.fetch_sub(1);
-  };
-
-  // Speculative lookups: a TryGet on any frame must only succeed on live folio heads.
-  auto reader = [&] {
-    std::mt19937_64 rng(seed ^ 0x1234);
-    int n = 0;
-    while (running.load() > 0) {
-      Folio* f = arena->Frame(static_cast<uint32_t>(rng() % arena->frame_count()));
-      if (f->TryGet()) {
-        speculative_refs.fetch_add(1);
-        if (f->frame % f->nr_pages() != 0) corrupt = true;
-        Release(arena, f);
-      }
-      if (++n % 4096 == 0) {
-        ArenaStats s = arena->Stats();
-        if (s.free_bytes > s.capacity_bytes) corrupt = true;
-        Status inv = arena->CheckInvariants();
-        if (!inv.ok()) {
-          ADD_FAILURE() << inv.ToString();
-          corrupt = true;
-        }
-      }
-    }
-  };
-
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
-  std::thread r(reader);
-  for (std::thread& t : threads) t.join();
-  r.join();
-  // Folios still in mailboxes (sent after the receiver's last check).
-  for (Mailbox& box : boxes) {
-    for (Folio* f : box.folios) {
-      EXPECT_TRUE(StampIntact(arena, f));
-      Release(arena, f);
-    }
-  }
-  EXPECT_FALSE(corrupt.load());
+  CrossThreadRun run(seed, arena);
+  run.Run();
+  EXPECT_FALSE(run.corrupt());
   Status inv = arena->CheckInvariants();
   ASSERT_TRUE(inv.ok()) << inv.ToString();
   ArenaStats s = arena->Stats();
@@ -172,18 +190,18 @@ TEST(ArenaConcurrencyTest, AllocFreeAcrossThreads) {
     allocs += o.allocs;
     frees += o.frees;
   }
-  EXPECT_EQ(allocs + splits.load(), frees);  // each split makes one more folio to free
+  EXPECT_GT(run.splits(), 0u);
+  EXPECT_EQ(allocs + run.splits(), frees);  // each split makes one more folio to free
   EXPECT_EQ(s.free_bytes, s.capacity_bytes);
   arena->DrainThreadCaches();
   EXPECT_EQ(arena->Stats().orders[kMaxOrder].free_folios,
             arena->frame_count() / OrderPages(kMaxOrder));
   EXPECT_TRUE(arena->CheckInvariants().ok());
-  EXPECT_GT(splits.load(), 0u);
   std::printf("allocs %llu, splits %llu, NoSpace %llu, speculative refs %llu\n",
               static_cast<unsigned long long>(allocs),
-              static_cast<unsigned long long>(splits.load()),
-              static_cast<unsigned long long>(no_space.load()),
-              static_cast<unsigned long long>(speculative_refs.load()));
+              static_cast<unsigned long long>(run.splits()),
+              static_cast<unsigned long long>(run.no_space()),
+              static_cast<unsigned long long>(run.speculative_refs()));
 }
 
 TEST(ArenaConcurrencyTest, ExhaustionWithCachesInOtherThreads) {

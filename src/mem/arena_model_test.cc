@@ -88,123 +88,153 @@ int PickOrder(std::mt19937_64& rng) {
   return 0;
 }
 
-void CheckStatsMatch(FolioArena* arena, const uint64_t* allocs, const uint64_t* frees,
-                     const uint64_t* failures, uint64_t live_bytes) {
-  ArenaStats s = arena->Stats();
-  for (int o = 0; o < kNumOrders; ++o) {
-    SCOPED_TRACE("order " + std::to_string(o));
-    EXPECT_EQ(s.orders[o].allocs, allocs[o]);
-    EXPECT_EQ(s.orders[o].frees, frees[o]);
-    EXPECT_EQ(s.orders[o].failures, failures[o]);
+// One seeded run: the arena and the reference side by side.
+class ModelRun {
+ public:
+  ModelRun(uint64_t seed, FolioArena* arena)
+      : rng_(seed), arena_(arena), model_(arena->frame_count()) {}
+
+  void Step(int i) {
+    if (i % 1500 == 0) alloc_bias_ = (rng_() % 2) ? 0.75 : 0.35;
+    double u = std::uniform_real_distribution<>(0, 1)(rng_);
+    if (!live_.empty() && u < 0.05) {
+      Split(i);
+    } else if (live_.empty() || u < alloc_bias_) {
+      Alloc(i);
+    } else {
+      Free(rng_() % live_.size());
+    }
   }
-  EXPECT_EQ(s.capacity_bytes, arena->capacity_bytes());
-  EXPECT_EQ(s.free_bytes, arena->capacity_bytes() - live_bytes);
-}
+
+  void CheckStats() {
+    ArenaStats s = arena_->Stats();
+    for (int o = 0; o < kNumOrders; ++o) {
+      SCOPED_TRACE("order " + std::to_string(o));
+      EXPECT_EQ(s.orders[o].allocs, allocs_[o]);
+      EXPECT_EQ(s.orders[o].frees, frees_[o]);
+      EXPECT_EQ(s.orders[o].failures, failures_[o]);
+      EXPECT_GE(s.orders[o].splits, splits_by_user_[o]);
+    }
+    EXPECT_EQ(s.capacity_bytes, arena_->capacity_bytes());
+    EXPECT_EQ(s.free_bytes, arena_->capacity_bytes() - live_bytes_);
+  }
+
+  void FreeAll() {
+    while (!live_.empty()) Free(live_.size() - 1);
+  }
+
+  uint64_t total_failures() const {
+    uint64_t n = 0;
+    for (uint64_t f : failures_) n += f;
+    return n;
+  }
+
+ private:
+  void Alloc(int i) {
+    int order = PickOrder(rng_);
+    Result<Folio*> r = arena_->Alloc(order);
+    if (!r.ok()) {
+      ASSERT_TRUE(r.status().IsNoSpace()) << r.status().ToString();
+      ASSERT_NE(r.status().message().find("order " + std::to_string(order)), std::string::npos)
+          << r.status().message();
+      ASSERT_FALSE(model_.HasAlignedFreeRun(order))
+          << "op " << i << ": NoSpace for order " << order << " with a free aligned run";
+      ++failures_[order];
+      return;
+    }
+    Folio* f = *r;
+    ASSERT_EQ(f, arena_->Frame(f->frame));
+    ASSERT_EQ(f->order, order);
+    ASSERT_EQ(f->frame % OrderPages(order), 0u) << "misaligned, op " << i;
+    ASSERT_LE(f->frame + OrderPages(order), arena_->frame_count());
+    ASSERT_EQ(f->refcount.load(), 1);
+    ASSERT_EQ(f->flags.load(), 0u);
+    ASSERT_EQ(f->owner.load(), nullptr);
+    ASSERT_EQ(f->index.load(), 0u);
+    ASSERT_EQ(f->prev, nullptr);
+    ASSERT_EQ(f->next, nullptr);
+    ASSERT_EQ(f->private_data, 0u);
+    ASSERT_EQ(arena_->Data(f), arena_->base() + static_cast<size_t>(f->frame) * kPageBytes);
+    ASSERT_TRUE(model_.RangeFree(f->frame, order)) << "overlap at frame " << f->frame;
+    model_.Mark(f->frame, order, 1);
+    Live l{f, order, rng_()};
+    WritePattern(arena_, l);
+    // Users own these fields; the next Alloc of this frame must reset them.
+    f->owner.store(&live_);
+    f->index.store(7);
+    f->private_data = 9;
+    f->SetFlag(kFolioDirty);
+    live_.push_back(l);
+    live_bytes_ += OrderBytes(order);
+    ++allocs_[order];
+  }
+
+  // Frees live_[k], half of the time with refcount 0 (after Put), else with refcount 1.
+  void Free(size_t k) {
+    Live l = live_[k];
+    live_[k] = live_.back();
+    live_.pop_back();
+    ASSERT_TRUE(PatternIntact(arena_, l)) << "data of frame " << l.folio->frame << " overwritten";
+    model_.Mark(l.folio->frame, l.order, 0);
+    if (rng_() % 2) {
+      ASSERT_EQ(l.folio->Put(), 0);
+    }
+    arena_->Free(l.folio);
+    live_bytes_ -= OrderBytes(l.order);
+    ++frees_[l.order];
+  }
+
+  // Splits a random live folio of order >= 1 in place: both halves become live folios.
+  void Split(int i) {
+    size_t k = rng_() % live_.size();
+    Live l = live_[k];
+    if (l.order == 0) return;
+    ASSERT_TRUE(PatternIntact(arena_, l));
+    Folio* upper = arena_->Split(l.folio);
+    ASSERT_EQ(l.folio->order, l.order - 1) << "op " << i;
+    ASSERT_EQ(upper->order, l.order - 1);
+    ASSERT_EQ(upper->frame, l.folio->frame + OrderPages(l.order - 1));
+    ASSERT_EQ(upper->refcount.load(), 0);
+    live_[k].order = l.order - 1;  // the lower half keeps its tag and its pattern
+    ASSERT_TRUE(PatternIntact(arena_, live_[k]));
+    upper->refcount.store(1);
+    Live upper_live{upper, l.order - 1, rng_()};
+    WritePattern(arena_, upper_live);
+    live_.push_back(upper_live);
+    ++splits_by_user_[l.order];
+  }
+
+  std::mt19937_64 rng_;
+  FolioArena* arena_;
+  Model model_;
+  std::vector<Live> live_;
+  uint64_t allocs_[kNumOrders] = {};
+  uint64_t frees_[kNumOrders] = {};
+  uint64_t failures_[kNumOrders] = {};
+  uint64_t splits_by_user_[kNumOrders] = {};
+  uint64_t live_bytes_ = 0;
+  double alloc_bias_ = 0.7;
+};
 
 void RunModel(uint64_t seed, size_t capacity_bytes, int ops) {
   SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
   ArenaOptions opts;
   opts.capacity_bytes = capacity_bytes;
   auto arena_or = FolioArena::Create(opts);
   ASSERT_TRUE(arena_or.ok()) << arena_or.status().ToString();
   FolioArena* arena = arena_or->get();
-  const uint32_t frames = arena->frame_count();
-  Model model(frames);
-  std::vector<Live> live;
-  uint64_t allocs[kNumOrders] = {}, frees[kNumOrders] = {}, failures[kNumOrders] = {};
-  uint64_t splits_by_user[kNumOrders] = {};
-  uint64_t live_bytes = 0;
-  double alloc_bias = 0.7;
-
+  ModelRun run(seed, arena);
   for (int i = 0; i < ops; ++i) {
-    if (i % 1500 == 0) alloc_bias = (rng() % 2) ? 0.75 : 0.35;
-    double u = std::uniform_real_distribution<>(0, 1)(rng);
-    if (!live.empty() && u < 0.05) {
-      // Split a random live folio of order >= 1 in place: both halves become live folios.
-      size_t k = rng() % live.size();
-      Live l = live[k];
-      if (l.order == 0) continue;
-      ASSERT_TRUE(PatternIntact(arena, l));
-      Folio* upper = arena->Split(l.folio);
-      ASSERT_EQ(l.folio->order, l.order - 1);
-      ASSERT_EQ(upper->order, l.order - 1);
-      ASSERT_EQ(upper->frame, l.folio->frame + OrderPages(l.order - 1));
-      ASSERT_EQ(upper->refcount.load(), 0);
-      live[k].order = l.order - 1;  // the lower half keeps its tag and its pattern
-      ASSERT_TRUE(PatternIntact(arena, live[k]));
-      upper->refcount.store(1);
-      Live u_live{upper, l.order - 1, rng()};
-      WritePattern(arena, u_live);
-      live.push_back(u_live);
-      ++splits_by_user[l.order];
-      continue;
-    }
-    bool do_alloc = live.empty() || u < alloc_bias;
-    if (do_alloc) {
-      int order = PickOrder(rng);
-      Result<Folio*> r = arena->Alloc(order);
-      if (!r.ok()) {
-        ASSERT_TRUE(r.status().IsNoSpace()) << r.status().ToString();
-        ASSERT_NE(r.status().message().find("order " + std::to_string(order)), std::string::npos)
-            << r.status().message();
-        ASSERT_FALSE(model.HasAlignedFreeRun(order))
-            << "op " << i << ": NoSpace for order " << order << " with a free aligned run";
-        ++failures[order];
-        continue;
-      }
-      Folio* f = *r;
-      ASSERT_EQ(f, arena->Frame(f->frame));
-      ASSERT_EQ(f->order, order);
-      ASSERT_EQ(f->frame % OrderPages(order), 0u) << "misaligned, op " << i;
-      ASSERT_LE(f->frame + OrderPages(order), frames);
-      ASSERT_EQ(f->refcount.load(), 1);
-      ASSERT_EQ(f->flags.load(), 0u);
-      ASSERT_EQ(f->owner.load(), nullptr);
-      ASSERT_EQ(f->index.load(), 0u);
-      ASSERT_EQ(f->prev, nullptr);
-      ASSERT_EQ(f->next, nullptr);
-      ASSERT_EQ(f->private_data, 0u);
-      ASSERT_EQ(arena->Data(f), arena->base() + static_cast<size_t>(f->frame) * kPageBytes);
-      ASSERT_TRUE(model.RangeFree(f->frame, order)) << "overlap at frame " << f->frame;
-      model.Mark(f->frame, order, 1);
-      Live l{f, order, rng()};
-      WritePattern(arena, l);
-      // Users own these fields; the next Alloc of this frame must reset them.
-      f->owner.store(&live);
-      f->index.store(7);
-      f->private_data = 9;
-      f->SetFlag(kFolioDirty);
-      live.push_back(l);
-      live_bytes += OrderBytes(order);
-      ++allocs[order];
-    } else {
-      size_t k = rng() % live.size();
-      Live l = live[k];
-      live[k] = live.back();
-      live.pop_back();
-      ASSERT_TRUE(PatternIntact(arena, l)) << "data of frame " << l.folio->frame << " overwritten";
-      model.Mark(l.folio->frame, l.order, 0);
-      ASSERT_EQ(l.folio->Put(), 0);
-      arena->Free(l.folio);
-      live_bytes -= OrderBytes(l.order);
-      ++frees[l.order];
-    }
+    ASSERT_NO_FATAL_FAILURE(run.Step(i));
     if (i % 5000 == 4999) {
-      CheckStatsMatch(arena, allocs, frees, failures, live_bytes);
-      ASSERT_TRUE(arena->CheckInvariants().ok()) << arena->CheckInvariants().ToString();
+      run.CheckStats();
+      Status inv = arena->CheckInvariants();
+      ASSERT_TRUE(inv.ok()) << inv.ToString();
     }
   }
-  uint64_t total_failures = 0;
-  for (uint64_t f : failures) total_failures += f;
-  EXPECT_GT(total_failures, 0u) << "the arena was never exhausted: the test is too gentle";
-
-  for (const Live& l : live) {
-    ASSERT_TRUE(PatternIntact(arena, l));
-    arena->Free(l.folio);  // with refcount 1: allowed
-    ++frees[l.order];
-  }
-  CheckStatsMatch(arena, allocs, frees, failures, 0);
+  EXPECT_GT(run.total_failures(), 0u) << "the arena was never exhausted: the test is too gentle";
+  ASSERT_NO_FATAL_FAILURE(run.FreeAll());
+  run.CheckStats();
   arena->DrainThreadCaches();
   Status inv = arena->CheckInvariants();
   ASSERT_TRUE(inv.ok()) << inv.ToString();
@@ -212,14 +242,13 @@ void RunModel(uint64_t seed, size_t capacity_bytes, int ops) {
   EXPECT_EQ(s.free_bytes, arena->capacity_bytes());
   uint64_t splits = 0, merges = 0;
   for (int o = 0; o < kNumOrders; ++o) {
-    EXPECT_GE(s.orders[o].splits, splits_by_user[o]) << "order " << o;
     splits += s.orders[o].splits;
     merges += s.orders[o].merges;
     if (o < kMaxOrder) {
       EXPECT_EQ(s.orders[o].free_folios, 0u) << "order " << o << " unmerged";
     }
   }
-  EXPECT_EQ(s.orders[kMaxOrder].free_folios, frames / OrderPages(kMaxOrder));
+  EXPECT_EQ(s.orders[kMaxOrder].free_folios, arena->frame_count() / OrderPages(kMaxOrder));
   EXPECT_EQ(splits, merges) << "every split must be undone by a merge once all is free";
   EXPECT_GT(splits, 0u);
 }
