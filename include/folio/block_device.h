@@ -4,9 +4,13 @@
 // Model: a thread fills IoRequests, hands a batch to Submit(), and later calls Poll() to reap
 // completions. Completions of the requests a thread submitted are delivered to that same thread
 // by its own Poll() calls: each request's `done` callback runs there, after the device has
-// finished reaping the batch (never inside the reaping loop). Many requests may be in flight
-// from one thread at once, up to queue_depth(); Submit() of more than the free depth waits for
-// room by reaping (running callbacks) itself.
+// finished reaping the batch (never inside the reaping loop, never inside Submit()). Many
+// requests may be in flight from one thread at once, up to queue_depth() device requests;
+// Submit() of more than the free depth waits for room by reaping completions itself (their
+// callbacks run at the next Poll()).
+//
+// Ordering: requests in flight together (in one batch or not) are unordered, as on a disk.
+// A Flush makes durable the writes that completed before the Flush was submitted.
 //
 // Requests in one Submit() batch that touch adjacent byte ranges with the same operation are
 // merged into one device request up to max_request_bytes (default 1 MiB); the merged request's

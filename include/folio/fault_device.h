@@ -39,6 +39,14 @@ struct LatencyModel {
 
 enum class CrashMode { kDropUnflushed, kRandomSubset };
 
+// What the latency model charged since SetLatency(): the simulated device time, for tests and
+// benchmarks that must not measure wall-clock time.
+struct LatencyModelStats {
+  uint64_t requests = 0;  // device requests (after the wrapper's merging) the model served
+  uint64_t seeks = 0;     // hdd: requests that did not start where the previous one ended
+  uint64_t busy_ns = 0;   // sum of modelled service times (seek + transfer, or fixed)
+};
+
 class FaultDevice : public BlockDevice {
  public:
   // Takes ownership of inner.
@@ -62,6 +70,11 @@ class FaultDevice : public BlockDevice {
   virtual void Restart() = 0;
   virtual uint64_t injected_errors() const = 0;
   virtual BlockDevice* inner() const = 0;
+  virtual LatencyModelStats latency_stats() const = 0;
+  // Crash tracking (on by default) costs a read of the old contents and a copy of the data of
+  // every write until the next flush. Turning it off (e.g. for benchmarks) forgets the log;
+  // a Crash() then only makes I/O fail, it rolls nothing back.
+  virtual void SetCrashTracking(bool enabled) = 0;
 };
 
 }  // namespace folio

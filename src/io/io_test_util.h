@@ -1,0 +1,69 @@
+// Test helpers of the io layer: seeds, aligned buffers, temporary directories.
+//
+// Thread safety: the helpers are independent values; TempDir is owned by one test.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "folio/block_device.h"
+
+namespace folio::io_test {
+
+// The seed of a model test: FOLIO_SEED if set, else a fresh random one (print it in traces).
+inline uint64_t TestSeed() {
+  if (const char* s = std::getenv("FOLIO_SEED")) return std::strtoull(s, nullptr, 0);
+  return std::random_device{}();
+}
+
+struct FreeDeleter {
+  void operator()(char* p) const { std::free(p); }
+};
+using AlignedBuf = std::unique_ptr<char, FreeDeleter>;
+
+inline AlignedBuf AllocAligned(size_t bytes, size_t align = 4096) {
+  return AlignedBuf(static_cast<char*>(std::aligned_alloc(align, (bytes + align - 1) / align * align)));
+}
+
+// A mkdtemp directory under /tmp, removed with its contents.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/folio-io-test-XXXXXX";
+    char* p = ::mkdtemp(tmpl);
+    if (p != nullptr) path_ = p;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Polls until nothing of this thread is in flight; fails (instead of spinning forever) when
+// the device reports requests in flight but completes none of them.
+inline ::testing::AssertionResult Drain(BlockDevice* dev) {
+  int idle = 0;
+  while (dev->InFlight() > 0) {
+    Result<size_t> n = dev->Poll(1);
+    if (!n.ok()) return ::testing::AssertionFailure() << n.status().ToString();
+    if (*n == 0 && ++idle > 100) {
+      return ::testing::AssertionFailure()
+             << dev->name() << ": " << dev->InFlight() << " requests in flight never complete";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace folio::io_test
