@@ -42,8 +42,11 @@ struct FolioPolicy {
   int max_order = kMaxOrder;  // cap for kDynamic (from max_folio)
 
   // Parses "4k", "fixed:SIZE" (a power of two 4K..2M), "dynamic". The error names the value.
+  // "dynamic:MAX" is dynamic with max_order from a max folio size MAX (a power of two 4K..2M).
   static Result<FolioPolicy> Parse(std::string_view text);
-  std::string ToString() const;  // "4k", "fixed:64K", "dynamic"
+  std::string ToString() const;  // "4k", "fixed:64K", "dynamic", "dynamic:512K"
+  // max_order for a largest folio of max_folio_bytes (a power of two 4K..2M).
+  static Result<int> MaxOrderForBytes(uint64_t max_folio_bytes);
 };
 
 enum class Advice { kNormal, kSequential, kRandom, kWillNeed, kDontNeed, kCollapse };

@@ -1,0 +1,192 @@
+// AddressSpaceImpl: one file (or device) in the page cache: its folio index, readahead
+// streams, zero ranges, dirty tracking and sticky writeback error.
+//
+// Invariants (besides PageCacheImpl's):
+//   1. A folio in the index is up to date, or locked (its read is in flight), or marked
+//      kFolioError and unlocked (a failed read: "stale"; the next user removes it).
+//   2. Removing a folio from the index needs mu_ plus either the folio lock or a freeze
+//      (refcount 1 -> 0, only possible when nobody else holds a reference). Changing a
+//      folio's order (split) needs mu_, the folio lock and a freeze. So a thread holding a
+//      folio's lock, having rechecked its slot, owns that index range until it unlocks.
+//   3. kFolioDirty, the index's dirty bit and dirty_bytes_ change together under the folio
+//      lock; writeback holds the folio lock from clearing kFolioDirty until its write
+//      completed (stable pages: writers wait on the lock).
+//   4. Every byte at or past the logical size reads as zero once the size grows over it: a
+//      growth or a shrink records the affected whole pages as zero ranges (and zeroes the
+//      partial page in the cache); device reads of those pages are zeroed in memory until a
+//      writeback pass has written the zeros (before any folio data of the same pass).
+//
+// Durability: Write() data reaches the device through writeback (background threads, reclaim,
+// Fsync); it is durable once an Fsync() that started after the Write returned OK. After a
+// crash each 4 KiB page holds its content as of the last completed Fsync, or a content it had
+// at some later moment, never anything else. Truncated ranges are zero on the device once an
+// Fsync after the Truncate completed. Destroying an address space drops its dirty data
+// (Fsync first if it matters).
+//
+// Thread safety: all public methods are thread-safe. Lock order: lock_rank.h.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cache/folio_index.h"
+#include "cache/page_range_set.h"
+#include "cache/readahead.h"
+#include "folio/page_cache.h"
+
+namespace folio::cache {
+
+class PageCacheImpl;
+enum class AllocMode;
+struct ReadJob;
+
+class AddressSpaceImpl final : public AddressSpace {
+ public:
+  AddressSpaceImpl(PageCacheImpl* cache, BlockDevice* device, std::string name,
+                   uint64_t size_bytes, const FolioPolicy& policy);
+  // Drops every folio (dirty data is discarded), waiting for reads in flight.
+  // REQUIRES: no concurrent call on this address space.
+  ~AddressSpaceImpl() override;
+
+  Result<size_t> Read(uint64_t pos, std::span<char> out) override;
+  Result<size_t> Write(uint64_t pos, std::span<const char> in) override;
+  Status Fsync() override;
+  Status Invalidate(uint64_t pos, uint64_t len) override;
+  Status Truncate(uint64_t size) override;
+  Status Advise(uint64_t pos, uint64_t len, Advice advice) override;
+  uint64_t size() const override { return size_.load(std::memory_order_acquire); }
+  FolioPolicy policy() const override;
+  void SetPolicy(const FolioPolicy& policy) override;
+  BlockDevice* device() const override { return device_; }
+  const std::string& name() const override { return name_; }
+
+  // ---- For PageCacheImpl ----------------------------------------------------------------
+  // Reclaim try-locks this (rank 3) while holding the LRU lock.
+  std::mutex& mapping_mutex() { return mu_; }
+  // Removes a clean folio that reclaim froze (refcount 0) from the index.
+  // REQUIRES: mu_ held; f frozen, clean, in this index.
+  void RemoveFrozenLocked(Folio* f);
+  // Writes back every dirty folio in [first, last) (pages), after any pending zero ranges.
+  // Returns the first error of this pass (also recorded as the sticky error).
+  Status WritebackRange(uint64_t first, uint64_t last);
+  // Writes back the folios at these page indices if still dirty (reclaim). Sorted ascending.
+  Status WritebackIndices(std::span<const uint64_t> indices);
+  // Collapses small folios of [first, last) into large ones where possible; returns how many
+  // large folios were built.
+  size_t CollapseRange(uint64_t first, uint64_t last);
+  bool HasWritebackWork();
+  uint64_t device_pages() const { return device_pages_; }
+  void Pin() { pins_.fetch_add(1, std::memory_order_acq_rel); }
+  void Unpin() { pins_.fetch_sub(1, std::memory_order_acq_rel); }
+
+ private:
+  enum class DropMode { kCleanOnly, kDiscard };
+  struct Planned {
+    uint64_t index = 0;
+    int order = 0;
+    bool required = false;     // part of what the caller asked for (vs read ahead)
+    Folio* folio = nullptr;
+  };
+
+  // ---- address_space.cc: lookup, removal, creation ----
+  // A referenced folio covering index, or null.
+  Folio* LookupGet(uint64_t index);
+  // The folio covering index, referenced and locked (waiting for a busy lock without holding
+  // a reference), or null. REQUIRES: no folio lock held.
+  Folio* LockFolioAt(uint64_t index);
+  // Removes a folio the caller locked (holding one reference) from the index and LRU,
+  // discarding its dirty state; unlocks it and drops both the caller's and the index's
+  // references.
+  void RemoveLocked(Folio* f);
+  // Drops folios of [first, last), splitting those that straddle an end.
+  void DropRange(uint64_t first, uint64_t last, DropMode mode);
+  // Allocates a folio for each planned piece (with fallback) and inserts those whose range is
+  // still free, locked and not up to date, with `flags`, kFolioReadahead on the one holding
+  // `mark`, and a reference for the caller. Appends them (ascending) to *out and the zero
+  // ranges overlapping them to *zero. A required piece that cannot be allocated fails the call
+  // (nothing inserted); read-ahead pieces after a failure are dropped.
+  Status InsertNew(std::vector<Planned>* plan, AllocMode mode, uint64_t mark,
+                   std::vector<PageRange>* zero, std::vector<Folio*>* out);
+  uint64_t SizePages() const;
+  ReadaheadMode ra_mode() const {
+    return static_cast<ReadaheadMode>(ra_mode_.load(std::memory_order_relaxed));
+  }
+
+  // ---- read.cc ----
+  // Reads the folios around a missing index (a readahead window), synchronously.
+  Status ReadMiss(uint64_t index, uint64_t req_pages);
+  // Turns [start, end) into planned folios of at most `order` (or the fixed order), skipping
+  // cached ones. REQUIRES: mu_.
+  void PlanRangeLocked(uint64_t start, uint64_t end, int order, const FolioPolicy& policy,
+                       uint64_t req_first, uint64_t req_last, std::vector<Planned>* plan);
+  void AsyncReadahead(uint64_t folio_index, uint64_t folio_pages, uint64_t req_pages);
+  void WillNeed(uint64_t pos, uint64_t len);
+  // Submits plan's folios to the async reader.
+  void SubmitAsync(std::vector<Folio*> folios, std::vector<PageRange> zero);
+  // Removes a stale (failed read) folio at index if it is still there.
+  void RemoveStale(uint64_t index);
+
+  // ---- write.cc ----
+  // Writes len bytes at pos from src (zeros when src is null); old_size decides which pages of
+  // a new folio are read from the device and which are zero. REQUIRES: the size lock.
+  Status WriteData(uint64_t pos, const char* src, uint64_t len, uint64_t old_size);
+  // Creates folios for the uncached run starting at pos and writes into them; returns the
+  // bytes of [pos, ...) now written (0 if another thread cached pos first).
+  Result<uint64_t> WriteNew(uint64_t pos, const char* src, uint64_t len, uint64_t old_size);
+  // Brings new folios (locked, not up to date) to their pre-write content: device reads of
+  // pages the write does not cover and that lie below old_size, zeros elsewhere.
+  Status FillForWrite(std::span<Folio* const> folios, uint64_t pos, uint64_t end,
+                      uint64_t old_size, const std::vector<PageRange>& zero);
+  void MarkDirtyLocked(Folio* f);
+  // Makes [from, to) read as zeros (partial first page in the cache, whole pages as zero
+  // ranges). REQUIRES: the size lock held exclusively.
+  Status ZeroRange(uint64_t from, uint64_t to, uint64_t fill_size);
+  void ExtendSize(uint64_t end);
+
+  // ---- writeback.cc ----
+  class WritebackBatch;
+  // Tries to add the dirty folio at index to the batch. Returns the next index to look at.
+  uint64_t CollectDirty(uint64_t index, WritebackBatch* batch);
+  Status MaterializeZeros();
+  void RecordWritebackError(const Status& s);
+  Status TakeWritebackError();
+
+  // ---- split_collapse.cc ----
+  // Splits f (order k >= 1) into halves; f keeps the lower one. Both halves stay locked and
+  // referenced by the caller. REQUIRES: mu_ held, f locked by the caller with one reference.
+  Folio* SplitLocked(Folio* f);
+  // Collapses the block [start, start + 2^order) if it is covered by clean, up-to-date,
+  // unshared smaller folios. Returns true on success.
+  bool CollapseBlock(uint64_t start, int order);
+  size_t CollapseRecursive(uint64_t start, int order, uint64_t first, uint64_t last);
+
+  PageCacheImpl* const cache_;
+  BlockDevice* const device_;
+  const std::string name_;
+  const uint64_t device_pages_;
+  FolioIndex index_;
+  std::atomic<uint64_t> size_;
+  std::atomic<uint32_t> policy_;
+  std::atomic<int> ra_mode_{static_cast<int>(ReadaheadMode::kNormal)};
+  std::atomic<int64_t> dirty_bytes_{0};
+  std::atomic<int> pins_{0};
+
+  std::shared_mutex size_lock_;  // rank 0
+  std::mutex wb_mu_;             // rank 1
+  std::mutex mu_;                // rank 3
+  ReadaheadState ra_;            // GUARDED_BY(mu_)
+  PageRangeSet zero_;            // GUARDED_BY(mu_): zero ranges not yet written
+  PageRangeSet zero_inflight_;   // GUARDED_BY(mu_): zero ranges being written by a pass
+
+  std::mutex err_mu_;            // leaf
+  Status wb_error_;              // GUARDED_BY(err_mu_)
+  uint64_t wb_error_seq_ = 0;    // GUARDED_BY(err_mu_): bumped on every writeback error
+  uint64_t fsync_seen_seq_ = 0;  // GUARDED_BY(err_mu_)
+};
+
+}  // namespace folio::cache

@@ -1,0 +1,199 @@
+#include "cache/async_reader.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/check.h"
+#include "cache/cache_impl.h"
+#include "cache/folio_sync.h"
+
+namespace folio::cache {
+namespace {
+
+void CountDone(IoRequest* req) { ++static_cast<ReadJob*>(req->ctx)->done; }
+
+}  // namespace
+
+void ReadJob::BuildRequests(PageCacheImpl* cache) {
+  requests = std::make_unique<IoRequest[]>(folios.size());
+  for (size_t i = 0; i < folios.size(); ++i) {
+    Folio* f = folios[i];
+    requests[i].Reset(IoOp::kRead, f->index.load(std::memory_order_relaxed) << kPageShift,
+                      f->bytes(), cache->Data(f));
+    requests[i].done = CountDone;
+    requests[i].ctx = this;
+  }
+}
+
+void RunRequests(BlockDevice* device, std::span<IoRequest> reqs) {
+  if (reqs.empty()) return;
+  std::vector<IoRequest*> ptrs(reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) ptrs[i] = &reqs[i];
+  Status s = device->Submit(ptrs);
+  if (!s.ok()) {
+    for (IoRequest& r : reqs) {
+      r.status = s;
+      r.completed.store(true, std::memory_order_release);
+    }
+    return;
+  }
+  auto pending = [&] {
+    return std::any_of(reqs.begin(), reqs.end(), [](const IoRequest& r) {
+      return !r.completed.load(std::memory_order_acquire);
+    });
+  };
+  for (int attempt = 0; pending(); ++attempt) {
+    Result<size_t> n = device->Poll(1);
+    if ((!n.ok() || *n == 0) && device->InFlight() == 0 && pending()) {
+      // Nothing of ours is in flight, yet some request never completed: report it failed
+      // rather than wait forever.
+      Status lost = n.ok() ? Status::IOError(device->name() + ": request lost")
+                           : n.status();
+      for (IoRequest& r : reqs) {
+        if (!r.completed.load(std::memory_order_acquire)) {
+          r.status = lost;
+          r.completed.store(true, std::memory_order_release);
+        }
+      }
+      return;
+    }
+    if (!n.ok()) Backoff(attempt);
+  }
+}
+
+void CompleteRead(PageCacheImpl* cache, Folio* f, const Status& status,
+                  std::span<const PageRange> zero) {
+  if (status.ok()) {
+    const uint64_t first = f->index.load(std::memory_order_relaxed);
+    const uint64_t last = first + f->nr_pages();
+    for (const PageRange& z : zero) {
+      uint64_t a = std::max(first, z.first), b = std::min(last, z.last);
+      if (a < b) std::memset(cache->Data(f) + ((a - first) << kPageShift), 0, (b - a) << kPageShift);
+    }
+    f->SetFlag(kFolioUptodate);
+  } else {
+    f->SetFlag(kFolioError);
+  }
+  UnlockFolio(f);
+}
+
+AsyncReader::AsyncReader(PageCacheImpl* cache) : cache_(cache), thread_([this] { Run(); }) {}
+
+AsyncReader::~AsyncReader() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void AsyncReader::Submit(std::unique_ptr<ReadJob> job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+}
+
+void AsyncReader::Run() {
+  for (;;) {
+    std::vector<std::unique_ptr<ReadJob>> fresh;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (queue_.empty() && inflight_.empty()) {
+        if (stop_) return;
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        continue;
+      }
+      fresh.swap(queue_);
+    }
+    for (std::unique_ptr<ReadJob>& job : fresh) SubmitToDevice(std::move(job));
+    bool more_queued;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      more_queued = !queue_.empty();
+    }
+    PollDevices(/*block_ok=*/!more_queued);
+    FinishCompleted();
+  }
+}
+
+void AsyncReader::SubmitToDevice(std::unique_ptr<ReadJob> job) {
+  std::vector<IoRequest*> ptrs(job->folios.size());
+  for (size_t i = 0; i < ptrs.size(); ++i) ptrs[i] = &job->requests[i];
+  Status s = job->device->Submit(ptrs);
+  if (!s.ok()) {
+    for (IoRequest* r : ptrs) {
+      r->status = s;
+      r->completed.store(true, std::memory_order_release);
+    }
+    job->done = ptrs.size();
+  } else {
+    job->submitted = true;
+    auto it = std::find_if(devices_.begin(), devices_.end(),
+                           [&](const DeviceJobs& d) { return d.device == job->device; });
+    if (it == devices_.end()) {
+      devices_.push_back({job->device, 1});
+    } else {
+      ++it->jobs;
+    }
+  }
+  inflight_.push_back(std::move(job));
+}
+
+void AsyncReader::PollDevices(bool block_ok) {
+  size_t completed = 0;
+  for (const DeviceJobs& d : devices_) {
+    Result<size_t> n = d.device->Poll(0);
+    if (n.ok()) completed += *n;
+  }
+  if (completed > 0 || !block_ok) return;
+  for (const DeviceJobs& d : devices_) {
+    if (d.device->InFlight() == 0) {
+      // Nothing in flight on this device but jobs unfinished: their requests were lost.
+      for (std::unique_ptr<ReadJob>& job : inflight_) {
+        if (job->device != d.device) continue;
+        for (size_t i = 0; i < job->folios.size(); ++i) {
+          IoRequest& r = job->requests[i];
+          if (!r.completed.load(std::memory_order_acquire)) {
+            r.status = Status::IOError(d.device->name() + ": request lost");
+            r.completed.store(true, std::memory_order_release);
+            ++job->done;
+          }
+        }
+      }
+      return;
+    }
+  }
+  if (!devices_.empty()) (void)devices_.front().device->Poll(1);
+}
+
+void AsyncReader::DropDevice(BlockDevice* device) {
+  auto it = std::find_if(devices_.begin(), devices_.end(),
+                         [&](const DeviceJobs& d) { return d.device == device; });
+  FOLIO_CHECK(it != devices_.end() && it->jobs > 0);
+  if (--it->jobs == 0) devices_.erase(it);
+}
+
+void AsyncReader::FinishCompleted() {
+  for (size_t j = 0; j < inflight_.size();) {
+    ReadJob* job = inflight_[j].get();
+    if (job->done < job->folios.size()) {
+      ++j;
+      continue;
+    }
+    std::unique_ptr<ReadJob> owned = std::move(inflight_[j]);
+    inflight_.erase(inflight_.begin() + static_cast<ptrdiff_t>(j));
+    // Forget the device before the folios unlock: their address space (and its device) may
+    // go away as soon as the last one is unlocked.
+    if (job->submitted) DropDevice(job->device);
+    for (size_t i = 0; i < job->folios.size(); ++i) {
+      Folio* f = job->folios[i];
+      CompleteRead(cache_, f, job->requests[i].status, job->zero);
+      cache_->PutFolio(f);
+    }
+  }
+}
+
+}  // namespace folio::cache

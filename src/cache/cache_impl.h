@@ -1,0 +1,147 @@
+// PageCacheImpl: the cache-wide half of the page cache: the folio arena, the LRU clock and
+// reclaim, dirty accounting and throttling, the registry of address spaces, and the
+// background threads (writeback, collapse scanner, async readahead completion).
+//
+// Invariants:
+//   1. A folio in some address space's index has refcount >= 1 (the index's own reference)
+//      and owner == that address space; it is on the LRU (kFolioLru) from just after its
+//      insertion until its removal.
+//   2. A folio out of every index is freed by whoever drops its last reference (PutFolio), or
+//      directly by reclaim / collapse when they froze it (refcount 1 -> 0).
+//   3. counters_.dirty_bytes == sum of the bytes of folios with kFolioDirty.
+//
+// Lock order: see lock_rank.h (lru_mu_ is rank 4; registry / background / throttle mutexes
+// are leaves).
+//
+// Thread safety: every public method is thread-safe.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "cache/async_reader.h"
+#include "cache/counters.h"
+#include "cache/lru.h"
+#include "folio/page_cache.h"
+
+namespace folio::cache {
+
+class AddressSpaceImpl;
+
+enum class AllocMode {
+  kMayReclaim,  // reclaim clean folios, then write back dirty ones if needed
+  kCleanOnly,   // reclaim clean folios only, never wait for I/O (readahead)
+  kNoReclaim,   // the arena or nothing (collapse)
+};
+
+class PageCacheImpl final : public PageCache {
+ public:
+  static Result<std::unique_ptr<PageCache>> Create(const PageCacheOptions& options);
+  ~PageCacheImpl() override;
+
+  Result<std::unique_ptr<AddressSpace>> Open(BlockDevice* device,
+                                             const AddressSpaceOptions& options) override;
+  PageCacheStats Stats() const override;
+  FolioArena* arena() override { return arena_.get(); }
+  const PageCacheOptions& options() const override { return options_; }
+  Status SyncAll() override;
+  size_t ScanCollapseOnce() override;
+
+  // ---- For address spaces ----------------------------------------------------------------
+  char* Data(const Folio* f) const { return arena_->Data(f); }
+  CacheCounters& counters() { return counters_; }
+  AsyncReader& async_reader() { return *async_; }
+  uint64_t memory_bytes() const { return arena_->capacity_bytes(); }
+  uint64_t dirty_bytes_max() const { return dirty_bytes_max_; }
+  uint64_t readahead_max_pages() const { return readahead_max_pages_; }
+  // An aligned buffer of zeros, zero_buffer_bytes() long, for writing zero ranges.
+  const char* zero_buffer() const { return zero_buffer_.get(); }
+  uint64_t zero_buffer_bytes() const { return kZeroBufferBytes; }
+
+  // Allocates a folio of `order`; when the arena cannot serve it even after reclaim, a smaller
+  // one (down to min_order), counted as a fallback of `order`. The folio has refcount 1.
+  // Returns NoSpace when not even min_order can be had.
+  // REQUIRES: with a reclaiming mode, no lock of rank >= kWriteback held.
+  // Context: may block (reclaim may write back dirty folios).
+  Result<Folio*> AllocFolio(int order, int min_order, AllocMode mode);
+  // Drops a reference; frees the folio if it was the last (it must be out of every index).
+  void PutFolio(Folio* f) {
+    if (f->Put() == 0) FreeFolio(f);
+  }
+  // Clears the folio's flags (waking sleepers) and returns it to the arena.
+  // REQUIRES: out of every index and off the LRU; refcount 0 or 1 held by the caller.
+  void FreeFolio(Folio* f);
+
+  // REQUIRES: none of the folios is on the LRU. Context: takes lru_mu_.
+  void LruAdd(std::span<Folio* const> folios);
+  // Puts f right after `after` (a split's second half). REQUIRES: f not on the LRU.
+  void LruAddAfter(Folio* after, Folio* f);
+  // Removes f from the LRU if it is on it. Context: takes lru_mu_.
+  void LruRemove(Folio* f);
+
+  // Adds (or with a negative delta removes) dirty bytes; above half the limit, kicks writeback.
+  void AccountDirty(int64_t delta_bytes);
+  // Sleeps while dirty bytes exceed the limit, kicking writeback.
+  // REQUIRES: no lock held (it may write back `as` itself when there is no writeback thread).
+  void ThrottleWriter(AddressSpaceImpl* as);
+  // Wakes throttled writers (after a writeback batch).
+  void NotifyWritebackProgress();
+  void KickWriteback();
+
+  void Register(AddressSpaceImpl* as);
+  void Unregister(AddressSpaceImpl* as);
+
+ private:
+  static constexpr uint64_t kZeroBufferBytes = 1ull << 20;
+  struct FreeDeleter {
+    void operator()(char* p) const { std::free(p); }
+  };
+
+  PageCacheImpl(const PageCacheOptions& options, std::unique_ptr<FolioArena> arena);
+
+  // Frees at least target_bytes if it can (clean folios first; with kMayReclaim then dirty
+  // ones after writing them back). Returns the bytes freed.
+  size_t Reclaim(size_t target_bytes, AllocMode mode);
+  // One clock pass over the LRU evicting clean folios. *dirty_seen counts dirty folios passed.
+  size_t ReclaimClean(size_t target_bytes, size_t* dirty_seen);
+  // Writes back up to target_bytes of dirty folios from the cold end of the LRU.
+  size_t WritebackCold(size_t target_bytes);
+
+  // The registered address spaces, each pinned (Unpin each when done).
+  std::vector<AddressSpaceImpl*> PinAll();
+  void WritebackThread();
+  void CollapseThread();
+
+  const PageCacheOptions options_;
+  std::unique_ptr<FolioArena> arena_;
+  uint64_t dirty_bytes_max_ = 0;
+  uint64_t readahead_max_pages_ = 0;
+  std::unique_ptr<char, FreeDeleter> zero_buffer_;
+  CacheCounters counters_;
+
+  std::mutex lru_mu_;
+  LruList lru_;  // GUARDED_BY(lru_mu_)
+
+  std::mutex registry_mu_;
+  std::vector<AddressSpaceImpl*> spaces_;  // GUARDED_BY(registry_mu_)
+
+  std::mutex bg_mu_;
+  std::condition_variable bg_cv_;
+  bool wb_kicked_ = false;  // GUARDED_BY(bg_mu_)
+  bool stop_ = false;       // GUARDED_BY(bg_mu_)
+  std::atomic<bool> wb_kick_pending_{false};
+
+  std::mutex throttle_mu_;
+  std::condition_variable throttle_cv_;
+
+  std::unique_ptr<AsyncReader> async_;
+  std::vector<std::thread> wb_threads_;
+  std::thread collapse_thread_;
+};
+
+}  // namespace folio::cache

@@ -1,0 +1,49 @@
+#include "cache/counters.h"
+
+namespace folio::cache {
+namespace {
+
+std::atomic<uint32_t> next_shard{0};
+thread_local uint32_t tls_shard = ~0u;
+
+}  // namespace
+
+CacheCounters::HitShard& CacheCounters::Shard() {
+  if (tls_shard == ~0u) [[unlikely]] {
+    tls_shard = next_shard.fetch_add(1, std::memory_order_relaxed) % kShards;
+  }
+  return shards_[tls_shard];
+}
+
+void CacheCounters::Snapshot(PageCacheStats* out) const {
+  auto load = [](const Counter& c) { return c.load(std::memory_order_relaxed); };
+  out->resident_bytes = 0;
+  for (int o = 0; o < kNumOrders; ++o) {
+    CacheOrderStats& s = out->orders[o];
+    s.resident_folios = load(resident[o]);
+    s.resident_bytes = s.resident_folios * OrderBytes(o);
+    s.allocs = load(allocs[o]);
+    s.fallbacks = load(fallbacks[o]);
+    s.splits = load(splits[o]);
+    s.collapses = load(collapses[o]);
+    s.misses = load(misses[o]);
+    s.evictions = load(evictions[o]);
+    s.hits = 0;
+    for (const HitShard& sh : shards_) s.hits += load(sh.hits[o]);
+    out->resident_bytes += s.resident_bytes;
+  }
+  out->readahead_hit_pages = 0;
+  for (const HitShard& sh : shards_) out->readahead_hit_pages += load(sh.readahead_hit_pages);
+  out->readahead_windows = load(readahead_windows);
+  out->readahead_async = load(readahead_async);
+  out->evictions = 0;
+  for (int o = 0; o < kNumOrders; ++o) out->evictions += out->orders[o].evictions;
+  out->evicted_dirty = load(evicted_dirty);
+  out->writeback_requests = load(writeback_requests);
+  out->writeback_bytes = load(writeback_bytes);
+  out->writeback_request_bytes = writeback_request_bytes.Snapshot();
+  out->dirty_bytes = load(dirty_bytes);
+  out->throttled_writes = load(throttled_writes);
+}
+
+}  // namespace folio::cache

@@ -1,0 +1,87 @@
+// FolioIndex: the page index of one address space: page index -> Folio*, lock-free for
+// readers, the same cost whatever the folio's order.
+//
+//   directory (one entry per 2 MiB of the device)      segment (512 pages)
+//   +------+------+------+-----                        +----+----+----+----+----+-- ... --+
+//   | seg* | null | seg* | ...          ------------>  | F0 | F0 | F0 | F0 | F1 |         |
+//   +------+------+------+-----                        +----+----+----+----+----+-- ... --+
+//                                                       an order-2 folio F0 fills 4 slots
+//
+// A folio of order k occupies all 2^k slots of its (aligned) range, so a lookup is two
+// acquire loads. Folios are aligned to their size and k <= 9, so a folio never spans two
+// segments. Segments are allocated on first insert and published with a release store; they
+// live as long as the index. The directory is sized from the device (the logical size never
+// exceeds it).
+//
+// Dirty tracking: one bit per page slot (set at a dirty folio's first page) plus one bit per
+// segment, so writeback walks dirty folios in index order without scanning clean memory.
+//
+// Thread safety: Load / NextDirty / NextPresent are lock-free and may run concurrently with
+// anything. Store / Clear require the owning address space's mutex. SetDirty / ClearDirty
+// require the folio lock of the folio at that index (they are atomic; the folio lock keeps the
+// bit equal to the folio's kFolioDirty flag).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "folio/arena.h"
+
+namespace folio::cache {
+
+class FolioIndex {
+ public:
+  static constexpr int kSegmentShift = kMaxOrder;  // 512 pages per segment
+  static constexpr uint64_t kSegmentPages = uint64_t{1} << kSegmentShift;
+  static constexpr uint64_t kNone = ~uint64_t{0};
+
+  explicit FolioIndex(uint64_t max_pages);
+  ~FolioIndex();
+  FolioIndex(const FolioIndex&) = delete;
+  FolioIndex& operator=(const FolioIndex&) = delete;
+
+  uint64_t max_pages() const { return max_pages_; }
+
+  // The folio in the slot of `index`, or null. The folio may be frozen or stale by the time
+  // the caller looks at it: validate with TryGet and a reload of the slot.
+  Folio* Load(uint64_t index) const {
+    if (index >= max_pages_) return nullptr;
+    const Segment* s = dir_[index >> kSegmentShift].load(std::memory_order_acquire);
+    if (s == nullptr) return nullptr;
+    return s->slots[index & (kSegmentPages - 1)].load(std::memory_order_acquire);
+  }
+
+  // Fills the 2^order slots from index with f (release stores).
+  // REQUIRES: the mapping mutex; index aligned to 2^order; f fully initialised.
+  void Store(uint64_t index, int order, Folio* f);
+  // Clears the 2^order slots from index. REQUIRES: the mapping mutex.
+  void Clear(uint64_t index, int order);
+  // True when no slot of [index, index + 2^order) holds a folio.
+  bool RangeEmpty(uint64_t index, int order) const;
+
+  // First index in [from, end) whose slot holds a folio, or kNone.
+  uint64_t NextPresent(uint64_t from, uint64_t end) const;
+
+  void SetDirty(uint64_t index);
+  void ClearDirty(uint64_t index);
+  // First index in [from, end) with a dirty bit, or kNone.
+  uint64_t NextDirty(uint64_t from, uint64_t end);
+
+ private:
+  struct Segment {
+    std::atomic<Folio*> slots[kSegmentPages] = {};
+    std::atomic<uint64_t> dirty[kSegmentPages / 64] = {};
+  };
+
+  Segment* GetOrCreate(uint64_t seg);  // REQUIRES: the mapping mutex
+
+  const uint64_t max_pages_;
+  const uint64_t nr_segments_;
+  std::unique_ptr<std::atomic<Segment*>[]> dir_;
+  // One bit per segment with (possibly) dirty page bits. Set after the page bit; cleared
+  // lazily by NextDirty when a segment's page bits are all clear.
+  std::unique_ptr<std::atomic<uint64_t>[]> dirty_segments_;
+};
+
+}  // namespace folio::cache

@@ -1,0 +1,208 @@
+// PageCacheImpl: folio allocation with reclaim, the LRU clock, freeing.
+//
+// Reclaim walks the LRU from its cold end under lru_mu_: a referenced folio loses its bit and
+// goes to the hot end (second chance); a clean, unlocked folio nobody else holds is frozen
+// (refcount 1 -> 0, under its address space's mutex taken with try_lock), removed from the
+// index and freed, folio by folio; a dirty folio is passed over on the clean pass. Only when a
+// pass freed too little does reclaim write back a batch of cold dirty folios (through their
+// address spaces' writeback, so pending zero ranges still go first) and then evict them.
+// Reclaim frees a batch (at least memory/64) so that not every allocation has to reclaim.
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+#include "base/units.h"
+#include "cache/address_space_impl.h"
+#include "cache/cache_impl.h"
+#include "cache/folio_sync.h"
+#include "cache/lock_rank.h"
+
+namespace folio::cache {
+namespace {
+
+constexpr auto kAllocPatience = std::chrono::seconds(20);
+
+}  // namespace
+
+Result<Folio*> PageCacheImpl::AllocFolio(int order, int min_order, AllocMode mode) {
+  if (mode != AllocMode::kNoReclaim) RankAssertNoneFrom(LockRank::kWriteback);
+  Result<Folio*> r = arena_->Alloc(order);
+  if (r.ok()) return r;
+  const size_t target = std::max<size_t>(OrderBytes(order), memory_bytes() / 64);
+  auto fallback = [&](int got) {
+    if (got < order) {
+      arena_->NoteFallback(order);
+      CacheCounters::Add(counters_.fallbacks[order]);
+    }
+  };
+  if (mode != AllocMode::kNoReclaim) {
+    Reclaim(target, mode);
+    for (int o = order; o >= min_order; --o) {
+      r = arena_->Alloc(o);
+      if (r.ok()) {
+        fallback(o);
+        return r;
+      }
+    }
+  } else {
+    for (int o = order - 1; o >= min_order; --o) {
+      r = arena_->Alloc(o);
+      if (r.ok()) {
+        fallback(o);
+        return r;
+      }
+    }
+  }
+  if (mode != AllocMode::kMayReclaim) return r.status();
+  // Whatever is left is referenced, locked, dirty or under I/O: keep reclaiming (writing dirty
+  // folios back) until something frees up.
+  const auto deadline = std::chrono::steady_clock::now() + kAllocPatience;
+  for (int attempt = 0;; ++attempt) {
+    Reclaim(target, AllocMode::kMayReclaim);
+    r = arena_->Alloc(min_order);
+    if (r.ok()) {
+      fallback(min_order);
+      return r;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Status::NoSpace(fmt::format(
+          "page cache: no memory for an order-{} folio: all {} of the cache is referenced, "
+          "locked or under I/O; use a larger --cache",
+          min_order, FormatSize(memory_bytes())));
+    }
+    Backoff(attempt);
+  }
+}
+
+void PageCacheImpl::FreeFolio(Folio* f) {
+  FOLIO_DCHECK(!f->TestFlag(kFolioLru));
+  f->owner.store(nullptr, std::memory_order_release);
+  ClearFlagsAndWake(f, ~0u);
+  arena_->Free(f);
+}
+
+void PageCacheImpl::LruAdd(std::span<Folio* const> folios) {
+  if (folios.empty()) return;
+  RankedLock lock(lru_mu_, LockRank::kLru);
+  for (Folio* f : folios) lru_.PushTail(f);
+}
+
+void PageCacheImpl::LruAddAfter(Folio* after, Folio* f) {
+  RankedLock lock(lru_mu_, LockRank::kLru);
+  if (after->TestFlag(kFolioLru)) {
+    lru_.InsertAfter(after, f);
+  } else {
+    lru_.PushTail(f);
+  }
+}
+
+void PageCacheImpl::LruRemove(Folio* f) {
+  RankedLock lock(lru_mu_, LockRank::kLru);
+  if (f->TestFlag(kFolioLru)) lru_.Remove(f);
+}
+
+size_t PageCacheImpl::Reclaim(size_t target_bytes, AllocMode mode) {
+  size_t freed = 0;
+  for (int pass = 0; pass < 3 && freed < target_bytes; ++pass) {
+    size_t dirty_seen = 0;
+    freed += ReclaimClean(target_bytes - freed, &dirty_seen);
+    if (freed >= target_bytes || mode != AllocMode::kMayReclaim || dirty_seen == 0) break;
+    WritebackCold(std::max(target_bytes - freed, memory_bytes() / 64));
+  }
+  return freed;
+}
+
+size_t PageCacheImpl::ReclaimClean(size_t target_bytes, size_t* dirty_seen) {
+  RankedLock lock(lru_mu_, LockRank::kLru);
+  size_t freed = 0;
+  // Two laps: the first may only clear referenced bits.
+  for (uint64_t budget = 2 * lru_.size() + 1; freed < target_bytes && budget > 0; --budget) {
+    Folio* f = lru_.head();
+    if (f == nullptr) break;
+    uint32_t flags = f->flags.load(std::memory_order_acquire);
+    if (flags & kFolioReferenced) {
+      f->ClearFlag(kFolioReferenced);
+      lru_.Rotate(f);
+      continue;
+    }
+    if ((flags & (kFolioLocked | kFolioWriteback)) ||
+        f->refcount.load(std::memory_order_acquire) != 1) {
+      lru_.Rotate(f);
+      continue;
+    }
+    if (flags & kFolioDirty) {
+      ++*dirty_seen;
+      lru_.Rotate(f);
+      continue;
+    }
+    // On the LRU, so its address space is alive (it unlinks its folios under lru_mu_).
+    auto* as = static_cast<AddressSpaceImpl*>(f->owner.load(std::memory_order_acquire));
+    std::mutex& mu = as->mapping_mutex();
+    if (!mu.try_lock()) {
+      lru_.Rotate(f);
+      continue;
+    }
+    RankedLock mapping(mu, LockRank::kMapping, std::adopt_lock);
+    int32_t one = 1;
+    if (!f->refcount.compare_exchange_strong(one, 0, std::memory_order_acq_rel)) {
+      mapping.Unlock();
+      lru_.Rotate(f);
+      continue;
+    }
+    flags = f->flags.load(std::memory_order_acquire);
+    if (flags & (kFolioDirty | kFolioLocked | kFolioWriteback)) {
+      f->refcount.store(1, std::memory_order_release);
+      mapping.Unlock();
+      lru_.Rotate(f);
+      continue;
+    }
+    const int order = f->order;
+    as->RemoveFrozenLocked(f);
+    mapping.Unlock();
+    lru_.Remove(f);
+    CacheCounters::Add(counters_.evictions[order]);
+    if (flags & kFolioReclaimWb) CacheCounters::Add(counters_.evicted_dirty);
+    FreeFolio(f);
+    freed += OrderBytes(order);
+  }
+  return freed;
+}
+
+size_t PageCacheImpl::WritebackCold(size_t target_bytes) {
+  struct Item {
+    AddressSpaceImpl* as;
+    uint64_t index;
+  };
+  std::vector<Item> items;
+  {
+    RankedLock lock(lru_mu_, LockRank::kLru);
+    // Counted in pages of the smallest folio: writing back a little more than needed is fine.
+    const size_t max_items = std::max<size_t>(16, target_bytes / kPageBytes);
+    uint64_t budget = lru_.size();
+    for (Folio* f = lru_.head(); f != nullptr && budget > 0 && items.size() < max_items;
+         f = f->next, --budget) {
+      uint32_t flags = f->flags.load(std::memory_order_acquire);
+      if (!(flags & kFolioDirty) || (flags & (kFolioLocked | kFolioWriteback))) continue;
+      auto* as = static_cast<AddressSpaceImpl*>(f->owner.load(std::memory_order_acquire));
+      as->Pin();  // unpinned below; its destructor waits for that
+      f->SetFlag(kFolioReclaimWb);
+      items.push_back({as, f->index.load(std::memory_order_relaxed)});
+    }
+  }
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    return a.as != b.as ? a.as < b.as : a.index < b.index;
+  });
+  std::vector<uint64_t> indices;
+  for (size_t i = 0; i < items.size();) {
+    AddressSpaceImpl* as = items[i].as;
+    indices.clear();
+    for (; i < items.size() && items[i].as == as; ++i) indices.push_back(items[i].index);
+    (void)as->WritebackIndices(indices);  // errors are sticky on the address space
+    for (size_t k = 0; k < indices.size(); ++k) as->Unpin();
+  }
+  return items.size();
+}
+
+}  // namespace folio::cache

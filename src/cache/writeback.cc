@@ -1,0 +1,253 @@
+// AddressSpaceImpl: writeback, zero-range materialisation, Fsync and the sticky error.
+//
+// One pass (under wb_mu_, so passes of one address space never overlap and Fsync waits for a
+// background pass in flight): first write the pending zero ranges, then collect dirty folios
+// in index order (lock, clear dirty, set writeback), submit them as one batch per few MiB (the
+// device merges adjacent ones up to max_request_bytes), wait, and complete each folio. A
+// failed folio keeps its data in memory (still up to date, readers see what was written), is
+// marked kFolioError and is not redirtied, like the kernel: a dead device never hangs the
+// cache. The failure is recorded errseq-style: each Fsync returns an error that happened since
+// the previous Fsync, once.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+#include "cache/address_space_impl.h"
+#include "cache/async_reader.h"
+#include "cache/cache_impl.h"
+#include "cache/folio_sync.h"
+#include "cache/lock_rank.h"
+
+namespace folio::cache {
+namespace {
+
+constexpr uint64_t kBatchBytesMax = 8ull << 20;
+constexpr size_t kBatchFoliosMax = 1024;
+constexpr size_t kZeroRequestsPerBatch = 64;
+
+}  // namespace
+
+// Folios under writeback: locked, kFolioWriteback set, one reference each.
+class AddressSpaceImpl::WritebackBatch {
+ public:
+  explicit WritebackBatch(AddressSpaceImpl* as) : as_(as) {}
+  ~WritebackBatch() { FOLIO_CHECK(folios_.empty()); }
+
+  bool empty() const { return folios_.empty(); }
+  bool full() const { return bytes_ >= kBatchBytesMax || folios_.size() >= kBatchFoliosMax; }
+  void Add(Folio* f) {
+    folios_.push_back(f);
+    bytes_ += f->bytes();
+  }
+  // Writes the batch and completes every folio in it.
+  void Submit();
+  Status Finish() {
+    if (!empty()) Submit();
+    return first_error_;
+  }
+
+ private:
+  void CountRequests();
+
+  AddressSpaceImpl* const as_;
+  std::vector<Folio*> folios_;
+  uint64_t bytes_ = 0;
+  Status first_error_;
+};
+
+void AddressSpaceImpl::WritebackBatch::CountRequests() {
+  // What reaches the device after merging: runs of adjacent folios up to max_request_bytes.
+  CacheCounters& c = as_->cache_->counters();
+  const uint64_t max_bytes = std::max<uint64_t>(kPageBytes, as_->device_->max_request_bytes());
+  uint64_t run = 0, prev_end = ~uint64_t{0};
+  auto flush = [&] {
+    if (run == 0) return;
+    CacheCounters::Add(c.writeback_requests);
+    CacheCounters::Add(c.writeback_bytes, run);
+    c.writeback_request_bytes.Record(run);
+  };
+  for (Folio* f : folios_) {
+    const uint64_t start = f->index.load(std::memory_order_relaxed) << kPageShift;
+    if (start == prev_end && run + f->bytes() <= max_bytes) {
+      run += f->bytes();
+    } else {
+      flush();
+      run = f->bytes();
+    }
+    prev_end = start + f->bytes();
+  }
+  flush();
+}
+
+void AddressSpaceImpl::WritebackBatch::Submit() {
+  const size_t n = folios_.size();
+  auto reqs = std::make_unique<IoRequest[]>(n);
+  for (size_t i = 0; i < n; ++i) {
+    Folio* f = folios_[i];
+    reqs[i].Reset(IoOp::kWrite, f->index.load(std::memory_order_relaxed) << kPageShift,
+                  f->bytes(), as_->cache_->Data(f));
+  }
+  RunRequests(as_->device_, std::span<IoRequest>(reqs.get(), n));
+  CountRequests();
+  for (size_t i = 0; i < n; ++i) {
+    Folio* f = folios_[i];
+    if (!reqs[i].status.ok()) {
+      Status e = Status::IOError(fmt::format(
+          "{}: writeback of {} bytes at pos {} to {} failed: {}", as_->name_, f->bytes(),
+          f->index.load(std::memory_order_relaxed) << kPageShift, as_->device_->name(),
+          reqs[i].status.ToString()));
+      f->SetFlag(kFolioError);
+      as_->RecordWritebackError(e);
+      if (first_error_.ok()) first_error_ = e;
+    }
+    ClearFlagsAndWake(f, kFolioWriteback | kFolioLocked);
+    as_->cache_->PutFolio(f);
+  }
+  folios_.clear();
+  bytes_ = 0;
+  as_->cache_->NotifyWritebackProgress();
+}
+
+uint64_t AddressSpaceImpl::CollectDirty(uint64_t index, WritebackBatch* batch) {
+  Folio* f = LookupGet(index);
+  if (f == nullptr) return index + 1;
+  if (!TryLockFolio(f)) {
+    cache_->PutFolio(f);
+    // Never wait for a folio lock while holding others: write what we hold first.
+    if (!batch->empty()) batch->Submit();
+    WaitFolioClear(f, kFolioLocked);
+    return index;
+  }
+  if (index_.Load(index) != f) {
+    UnlockFolio(f);
+    cache_->PutFolio(f);
+    return index;
+  }
+  const uint64_t head = f->index.load(std::memory_order_relaxed);
+  const uint64_t next = head + f->nr_pages();
+  if (head != index || !f->TestFlag(kFolioDirty)) {
+    // A stale bit: with the lock of the folio covering index held, nobody can be setting it.
+    if (head != index || !f->TestFlag(kFolioDirty)) index_.ClearDirty(index);
+    UnlockFolio(f);
+    cache_->PutFolio(f);
+    return next;
+  }
+  f->ClearFlag(kFolioDirty);
+  index_.ClearDirty(index);
+  dirty_bytes_.fetch_sub(static_cast<int64_t>(f->bytes()), std::memory_order_relaxed);
+  cache_->AccountDirty(-static_cast<int64_t>(f->bytes()));
+  f->SetFlag(kFolioWriteback);
+  batch->Add(f);
+  if (batch->full()) batch->Submit();
+  return next;
+}
+
+Status AddressSpaceImpl::WritebackRange(uint64_t first, uint64_t last) {
+  RankedLock wb(wb_mu_, LockRank::kWriteback);
+  Status zero_status = MaterializeZeros();
+  WritebackBatch batch(this);
+  uint64_t idx = first;
+  while (idx < last) {
+    idx = index_.NextDirty(idx, last);
+    if (idx == FolioIndex::kNone) break;
+    idx = CollectDirty(idx, &batch);
+  }
+  Status s = batch.Finish();
+  return zero_status.ok() ? s : zero_status;
+}
+
+Status AddressSpaceImpl::WritebackIndices(std::span<const uint64_t> indices) {
+  RankedLock wb(wb_mu_, LockRank::kWriteback);
+  Status zero_status = MaterializeZeros();
+  WritebackBatch batch(this);
+  size_t i = 0;
+  while (i < indices.size()) {
+    const uint64_t idx = indices[i];
+    const uint64_t next = CollectDirty(idx, &batch);
+    if (next == idx) continue;  // waited for its lock: look again
+    while (i < indices.size() && indices[i] < next) ++i;
+  }
+  Status s = batch.Finish();
+  return zero_status.ok() ? s : zero_status;
+}
+
+Status AddressSpaceImpl::MaterializeZeros() {
+  std::vector<PageRange> ranges;
+  {
+    RankedLock lock(mu_, LockRank::kMapping);
+    if (zero_.empty()) return Status::OK();
+    ranges = zero_.ToVector();
+    for (const PageRange& r : ranges) zero_inflight_.Add(r.first, r.last);
+    zero_.clear();
+  }
+  const uint64_t chunk = cache_->zero_buffer_bytes();
+  char* zeros = const_cast<char*>(cache_->zero_buffer());  // the device only reads it
+  auto reqs = std::make_unique<IoRequest[]>(kZeroRequestsPerBatch);
+  CacheCounters& counters = cache_->counters();
+  Status first_error;
+  size_t n = 0;
+  auto run = [&] {
+    RunRequests(device_, std::span<IoRequest>(reqs.get(), n));
+    for (size_t i = 0; i < n; ++i) {
+      CacheCounters::Add(counters.writeback_requests);
+      CacheCounters::Add(counters.writeback_bytes, reqs[i].length);
+      counters.writeback_request_bytes.Record(reqs[i].length);
+      if (!reqs[i].status.ok() && first_error.ok()) {
+        first_error = Status::IOError(fmt::format(
+            "{}: writing zeros ({} bytes at pos {}) to {} failed: {}", name_, reqs[i].length,
+            reqs[i].offset, device_->name(), reqs[i].status.ToString()));
+      }
+    }
+    n = 0;
+  };
+  for (const PageRange& r : ranges) {
+    for (uint64_t pos = r.first << kPageShift; pos < (r.last << kPageShift); pos += chunk) {
+      const uint64_t len = std::min(chunk, (r.last << kPageShift) - pos);
+      reqs[n++].Reset(IoOp::kWrite, pos, len, zeros);
+      if (n == kZeroRequestsPerBatch) run();
+    }
+  }
+  run();
+  {
+    RankedLock lock(mu_, LockRank::kMapping);
+    zero_inflight_.clear();
+    // Zeros that did not land stay pending (readers keep seeing zeros); the error is sticky.
+    if (!first_error.ok()) {
+      for (const PageRange& r : ranges) zero_.Add(r.first, r.last);
+    }
+  }
+  if (!first_error.ok()) RecordWritebackError(first_error);
+  return first_error;
+}
+
+void AddressSpaceImpl::RecordWritebackError(const Status& s) {
+  std::lock_guard<std::mutex> lock(err_mu_);
+  wb_error_ = s;
+  ++wb_error_seq_;
+}
+
+Status AddressSpaceImpl::TakeWritebackError() {
+  std::lock_guard<std::mutex> lock(err_mu_);
+  if (wb_error_seq_ == fsync_seen_seq_) return Status::OK();
+  fsync_seen_seq_ = wb_error_seq_;
+  return wb_error_;
+}
+
+bool AddressSpaceImpl::HasWritebackWork() {
+  if (dirty_bytes_.load(std::memory_order_relaxed) > 0) return true;
+  RankedLock lock(mu_, LockRank::kMapping);
+  return !zero_.empty();
+}
+
+Status AddressSpaceImpl::Fsync() {
+  // Errors of this pass are recorded as the sticky error too; report through it, once.
+  (void)WritebackRange(0, device_pages_);
+  Status flush = device_->Flush();
+  Status sticky = TakeWritebackError();
+  if (!sticky.ok()) return sticky;
+  if (!flush.ok()) return flush.WithContext(name_ + ": fsync: flush of " + device_->name());
+  return Status::OK();
+}
+
+}  // namespace folio::cache
