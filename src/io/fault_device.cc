@@ -351,7 +351,7 @@ void FaultDeviceImpl::Forward(FaultThread* t, IoRequest* r, uint64_t finish_ns,
     }
   }
   if (r->op == IoOp::kFlush) sh->flush_watermark = log_.FlushWatermark();
-  if (!status.ok() || length == 0) {
+  if (!status.ok() || (r->op == IoOp::kWrite && length == 0)) {
     // Never reaches the inner device: a failed capture, or a write torn to nothing.
     if (status.ok()) status = sh->torn_status;
     if (!status.ok()) stats_.RecordError();
