@@ -140,6 +140,12 @@ ReadaheadWindow ReadaheadState::OnMarkedHit(uint64_t folio_index, uint64_t folio
     s->size = NextSize(s->size);
     s->async_size = s->size;
     s->order = std::min(s->order + 2, max_order);
+    // End the window on a boundary of its order, so that the next window starts aligned and
+    // can use folios of that order (windows otherwise keep the misalignment of the first one).
+    const uint64_t align = uint64_t{1} << std::min(s->order, FloorLog2(s->size));
+    const uint64_t end = (s->start + s->size + align - 1) & ~(align - 1);
+    s->size = end - s->start;
+    s->async_size = s->size;
   }
   s->next_index = folio_index + folio_pages;
   s->stamp = ++clock_;

@@ -1,0 +1,275 @@
+// Page cache behaviour through the public API over a memory device: order selection,
+// readahead ramp, split / collapse, eviction order, writeback errors, throttling, truncation.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cache/cache_test_util.h"
+#include "folio/page_cache.h"
+
+namespace folio {
+namespace {
+
+using cache_test::CacheEnv;
+using cache_test::MakeEnv;
+using cache_test::Pattern;
+using cache_test::SmallCacheOptions;
+
+constexpr uint64_t kKiB = 1024, kMiB = 1024 * 1024;
+
+void WriteOk(AddressSpace* as, uint64_t pos, const std::vector<char>& data) {
+  Result<size_t> n = as->Write(pos, data);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  ASSERT_EQ(*n, data.size());
+}
+
+std::vector<char> ReadOk(AddressSpace* as, uint64_t pos, size_t len) {
+  std::vector<char> out(len);
+  Result<size_t> n = as->Read(pos, out);
+  EXPECT_TRUE(n.ok()) << n.status().ToString();
+  if (n.ok()) out.resize(*n);
+  return out;
+}
+
+uint64_t TotalAllocs(const PageCacheStats& s) {
+  uint64_t n = 0;
+  for (const CacheOrderStats& o : s.orders) n += o.allocs;
+  return n;
+}
+
+TEST(CacheReadWriteTest, UnalignedWritesReadBack) {
+  CacheEnv env;
+  MakeEnv(&env, 16 * kMiB, SmallCacheOptions(8 * kMiB, "dynamic"));
+  std::vector<char> ref(16 * kMiB, 0);
+  const struct {
+    uint64_t pos, len;
+  } writes[] = {{100, 5000}, {3 * 4096 + 17, 70000}, {kMiB, 64 * kKiB}, {kMiB - 1, 2},
+                {16 * kMiB - 4096, 4096}, {5 * kMiB + 3, 3 * kMiB}};
+  uint64_t seed = 1;
+  for (const auto& w : writes) {
+    std::vector<char> d = Pattern(seed++, w.pos, w.len);
+    WriteOk(env.as.get(), w.pos, d);
+    std::memcpy(ref.data() + w.pos, d.data(), w.len);
+  }
+  for (uint64_t chunk : {uint64_t{4096}, uint64_t{12345}, uint64_t{1 * kMiB}}) {
+    for (uint64_t pos = 0; pos < ref.size(); pos += chunk) {
+      uint64_t len = std::min<uint64_t>(chunk, ref.size() - pos);
+      ASSERT_EQ(ReadOk(env.as.get(), pos, len),
+                std::vector<char>(ref.begin() + pos, ref.begin() + pos + len))
+          << "pos " << pos;
+    }
+  }
+  // Past the end: short read, then nothing.
+  EXPECT_EQ(ReadOk(env.as.get(), 16 * kMiB - 10, 100).size(), 10u);
+  EXPECT_EQ(ReadOk(env.as.get(), 16 * kMiB, 100).size(), 0u);
+  ASSERT_TRUE(env.as->Fsync().ok());
+  std::vector<char> dev(ref.size());
+  ASSERT_TRUE(env.device->Read(0, dev.data(), dev.size()).ok());
+  EXPECT_TRUE(dev == ref);
+}
+
+TEST(CacheOrderTest, DynamicWriteTakesTheOrderOfLengthAndAlignment) {
+  CacheEnv env;
+  MakeEnv(&env, 16 * kMiB + 8 * kKiB, SmallCacheOptions(8 * kMiB, "dynamic"));
+  // 64K aligned: one order-4 folio.
+  WriteOk(env.as.get(), 0, Pattern(1, 0, 64 * kKiB));
+  PageCacheStats s = env.cache->Stats();
+  EXPECT_EQ(s.orders[4].allocs, 1u);
+  EXPECT_EQ(TotalAllocs(s), 1u);
+  // 64K at 68K (4K aligned): 17 (0), 18 (1), 20 (2), 24 (3), 32 (0).
+  WriteOk(env.as.get(), 68 * kKiB, Pattern(2, 68 * kKiB, 64 * kKiB));
+  s = env.cache->Stats();
+  EXPECT_EQ(s.orders[0].allocs, 2u);
+  EXPECT_EQ(s.orders[1].allocs, 1u);
+  EXPECT_EQ(s.orders[2].allocs, 1u);
+  EXPECT_EQ(s.orders[3].allocs, 1u);
+  // 2M aligned: one order-9 folio.
+  WriteOk(env.as.get(), 2 * kMiB, Pattern(3, 2 * kMiB, 2 * kMiB));
+  EXPECT_EQ(env.cache->Stats().orders[9].allocs, 1u);
+  // Unaligned start: the partial pages are order 0, the covered middle takes what it can.
+  const uint64_t base = 8 * kMiB;  // page 2048
+  WriteOk(env.as.get(), base + 100, Pattern(4, base + 100, 16 * kKiB));
+  s = env.cache->Stats();
+  EXPECT_EQ(s.orders[0].allocs, 2u + 3u);  // 2048, 2049, 2052
+  EXPECT_EQ(s.orders[1].allocs, 2u);       // 2050
+  // The end of the device caps it: 8K left at 16M.
+  WriteOk(env.as.get(), 16 * kMiB, Pattern(5, 16 * kMiB, 8 * kKiB));
+  EXPECT_EQ(env.cache->Stats().orders[1].allocs, 3u);
+  EXPECT_EQ(ReadOk(env.as.get(), 0, 64 * kKiB), Pattern(1, 0, 64 * kKiB));
+  EXPECT_EQ(ReadOk(env.as.get(), base + 100, 16 * kKiB), Pattern(4, base + 100, 16 * kKiB));
+}
+
+TEST(CacheOrderTest, MaxFolioCapsAndFourKIsOrderZero) {
+  {
+    CacheEnv env;
+    MakeEnv(&env, 16 * kMiB, SmallCacheOptions(8 * kMiB, "dynamic:16K"));
+    WriteOk(env.as.get(), 0, Pattern(1, 0, 64 * kKiB));
+    PageCacheStats s = env.cache->Stats();
+    EXPECT_EQ(s.orders[2].allocs, 4u);
+    EXPECT_EQ(TotalAllocs(s), 4u);
+  }
+  {
+    CacheEnv env;
+    MakeEnv(&env, 16 * kMiB, SmallCacheOptions(8 * kMiB, "4k"));
+    WriteOk(env.as.get(), 0, Pattern(1, 0, 64 * kKiB));
+    PageCacheStats s = env.cache->Stats();
+    EXPECT_EQ(s.orders[0].allocs, 16u);
+    EXPECT_EQ(TotalAllocs(s), 16u);
+    EXPECT_EQ(s.orders[0].resident_folios, 16u);
+    EXPECT_EQ(ReadOk(env.as.get(), 0, 64 * kKiB), Pattern(1, 0, 64 * kKiB));
+  }
+}
+
+TEST(CacheOrderTest, FixedPolicyReadModifyWritesTheWholeFolio) {
+  CacheEnv env;
+  MakeEnv(&env, 16 * kMiB + 8 * kKiB, SmallCacheOptions(8 * kMiB, "fixed:64K"));
+  std::vector<char> old = Pattern(7, 0, 64 * kKiB);
+  ASSERT_TRUE(env.device->Write(0, old.data(), old.size()).ok());
+  env.device->ResetStats();
+  std::vector<char> d = Pattern(8, 4096, 4096);
+  WriteOk(env.as.get(), 4096, d);
+  PageCacheStats s = env.cache->Stats();
+  EXPECT_EQ(s.orders[4].allocs, 1u);
+  EXPECT_EQ(TotalAllocs(s), 1u);
+  DeviceStatsSnapshot ds = env.device->stats();
+  EXPECT_EQ(ds.read_requests, 2u);  // page 0 and pages 2..15: the RMW reads
+  EXPECT_EQ(ds.read_bytes, 60 * kKiB);
+  std::memcpy(old.data() + 4096, d.data(), 4096);
+  EXPECT_EQ(ReadOk(env.as.get(), 0, 64 * kKiB), old);
+  // Near the device end the fixed order is capped: 8K left.
+  WriteOk(env.as.get(), 16 * kMiB, Pattern(9, 16 * kMiB, 4096));
+  EXPECT_EQ(env.cache->Stats().orders[1].allocs, 1u);
+  // A random read reads the whole fixed folio.
+  env.device->ResetStats();
+  EXPECT_EQ(ReadOk(env.as.get(), 3 * kMiB + 8192, 100).size(), 100u);
+  EXPECT_EQ(env.cache->Stats().orders[4].misses, 1u);
+  EXPECT_EQ(env.device->stats().read_bytes, 64 * kKiB);
+}
+
+void FillDevice(FaultDevice* dev, uint64_t bytes, uint64_t seed) {
+  for (uint64_t pos = 0; pos < bytes; pos += kMiB) {
+    std::vector<char> d = Pattern(seed, pos, kMiB);
+    ASSERT_TRUE(dev->Write(pos, d.data(), d.size()).ok());
+  }
+}
+
+TEST(CacheReadaheadTest, SequentialReadRampsTheOrder) {
+  CacheEnv env;
+  MakeEnv(&env, 32 * kMiB, SmallCacheOptions(64 * kMiB, "dynamic"));
+  FillDevice(env.device.get(), 32 * kMiB, 11);
+  for (uint64_t pos = 0; pos < 16 * kMiB; pos += 4096) {
+    ASSERT_EQ(ReadOk(env.as.get(), pos, 4096), Pattern(11, pos, 4096)) << pos;
+  }
+  PageCacheStats s = env.cache->Stats();
+  for (int o : {0, 2, 4, 6, 8}) EXPECT_GT(s.orders[o].misses, 0u) << "order " << o;
+  EXPECT_GT(s.orders[9].misses, 0u);
+  EXPECT_GT(s.readahead_async, 4u);
+  EXPECT_GT(s.readahead_windows, s.readahead_async);
+  EXPECT_GT(s.readahead_hit_pages, 3000u);
+  // Mostly hits on large folios.
+  EXPECT_GT(s.orders[9].hits, 3000u);
+}
+
+TEST(CacheReadaheadTest, FourKPolicyReadsAheadInOrderZeroFolios) {
+  CacheEnv env;
+  MakeEnv(&env, 32 * kMiB, SmallCacheOptions(64 * kMiB, "4k"));
+  FillDevice(env.device.get(), 8 * kMiB, 12);
+  env.device->ResetStats();
+  for (uint64_t pos = 0; pos < 8 * kMiB; pos += 4096) {
+    ASSERT_EQ(ReadOk(env.as.get(), pos, 4096), Pattern(12, pos, 4096)) << pos;
+  }
+  PageCacheStats s = env.cache->Stats();
+  for (int o = 1; o < kNumOrders; ++o) EXPECT_EQ(s.orders[o].misses, 0u) << o;
+  EXPECT_GE(s.orders[0].misses, 2048u);  // and the last windows beyond what was read
+  EXPECT_EQ(s.orders[0].misses, s.orders[0].resident_folios);
+  EXPECT_GT(s.readahead_async, 4u);
+  // The device saw merged requests, not 2048 4K reads.
+  EXPECT_LT(env.device->stats().read_requests, 100u);
+}
+
+TEST(CacheReadaheadTest, RandomReadsAreOrderZeroWithoutWindows) {
+  CacheEnv env;
+  MakeEnv(&env, 64 * kMiB, SmallCacheOptions(64 * kMiB, "dynamic"));
+  FillDevice(env.device.get(), 64 * kMiB, 13);
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 200; ++i) {
+    uint64_t pos = (rng() % (16 * 1024)) * 4096 + 4096;  // never page 0
+    if (i % 2) pos += 7;
+    std::vector<char> got = ReadOk(env.as.get(), pos, 100);
+    ASSERT_EQ(got, Pattern(13, pos, 100));
+  }
+  PageCacheStats s = env.cache->Stats();
+  for (int o = 1; o < kNumOrders; ++o) EXPECT_EQ(s.orders[o].misses, 0u) << o;
+  EXPECT_LE(s.readahead_windows, 2u);  // two adjacent random picks may start a stream
+}
+
+TEST(CacheSplitTest, InvalidateInsideALargeFolioSplitsIt) {
+  CacheEnv env;
+  MakeEnv(&env, 16 * kMiB, SmallCacheOptions(8 * kMiB, "dynamic"));
+  std::vector<char> d = Pattern(21, 0, 64 * kKiB);
+  WriteOk(env.as.get(), 0, d);
+  ASSERT_TRUE(env.as->Fsync().ok());
+  ASSERT_TRUE(env.as->Invalidate(20 * kKiB, 4 * kKiB).ok());  // page 5
+  PageCacheStats s = env.cache->Stats();
+  for (int o = 1; o <= 4; ++o) EXPECT_EQ(s.orders[o].splits, 1u) << o;
+  EXPECT_EQ(s.orders[3].resident_folios, 1u);  // 8..15
+  EXPECT_EQ(s.orders[2].resident_folios, 1u);  // 0..3
+  EXPECT_EQ(s.orders[1].resident_folios, 1u);  // 6..7
+  EXPECT_EQ(s.orders[0].resident_folios, 1u);  // 4
+  EXPECT_EQ(s.orders[4].resident_folios, 0u);
+  EXPECT_EQ(ReadOk(env.as.get(), 0, 64 * kKiB), d);
+  EXPECT_EQ(env.cache->Stats().orders[0].misses, 1u);  // only page 5 came from the device
+}
+
+TEST(CacheSplitTest, TruncateSplitsKeepsDirtyHalfAndZeroesTheRest) {
+  CacheEnv env;
+  MakeEnv(&env, 16 * kMiB, SmallCacheOptions(8 * kMiB, "dynamic"));
+  std::vector<char> d = Pattern(22, 0, 2 * kMiB);
+  WriteOk(env.as.get(), 0, d);  // one dirty order-9 folio
+  ASSERT_TRUE(env.as->Truncate(kMiB + 100).ok());
+  EXPECT_EQ(env.as->size(), kMiB + 100);
+  PageCacheStats s = env.cache->Stats();
+  EXPECT_GE(s.orders[9].splits, 1u);
+  EXPECT_EQ(s.dirty_bytes, kMiB + 4096);  // the first 1M + the zeroed partial page
+  ASSERT_TRUE(env.as->Truncate(2 * kMiB).ok());
+  std::vector<char> want = d;
+  std::memset(want.data() + kMiB + 100, 0, kMiB - 100);
+  EXPECT_EQ(ReadOk(env.as.get(), 0, 2 * kMiB), want);
+  ASSERT_TRUE(env.as->Fsync().ok());
+  want.resize(16 * kMiB, 0);
+  std::vector<char> dev(16 * kMiB);
+  ASSERT_TRUE(env.device->Read(0, dev.data(), dev.size()).ok());
+  EXPECT_TRUE(dev == want);
+}
+
+TEST(CacheCollapseTest, AdviseCollapseBuildsALargeFolioFromCleanSmallOnes) {
+  CacheEnv env;
+  MakeEnv(&env, 16 * kMiB, SmallCacheOptions(8 * kMiB, "dynamic"));
+  std::vector<char> d = Pattern(31, 0, 64 * kKiB);
+  for (uint64_t p = 0; p < 64 * kKiB; p += 4096) {
+    WriteOk(env.as.get(), p, std::vector<char>(d.begin() + p, d.begin() + p + 4096));
+  }
+  EXPECT_EQ(env.cache->Stats().orders[0].resident_folios, 16u);
+  // Dirty folios are not collapsed.
+  ASSERT_TRUE(env.as->Advise(0, 64 * kKiB, Advice::kCollapse).ok());
+  EXPECT_EQ(env.cache->Stats().orders[4].collapses, 0u);
+  ASSERT_TRUE(env.as->Fsync().ok());
+  ASSERT_TRUE(env.as->Advise(0, 64 * kKiB, Advice::kCollapse).ok());
+  PageCacheStats s = env.cache->Stats();
+  EXPECT_EQ(s.orders[4].collapses, 1u);
+  EXPECT_EQ(s.orders[4].resident_folios, 1u);
+  EXPECT_EQ(s.orders[0].resident_folios, 0u);
+  EXPECT_EQ(ReadOk(env.as.get(), 0, 64 * kKiB), d);
+  EXPECT_EQ(env.cache->Stats().orders[4].hits, 1u);
+  // The scanner does the same on its own; an odd run of 3 pages becomes 2 + 1.
+  for (uint64_t p = kMiB; p < kMiB + 3 * 4096; p += 4096) WriteOk(env.as.get(), p, Pattern(32, p, 4096));
+  ASSERT_TRUE(env.as->Fsync().ok());
+  EXPECT_EQ(env.cache->ScanCollapseOnce(), 1u);
+  EXPECT_EQ(env.cache->Stats().orders[1].collapses, 1u);
+}
+
+}  // namespace
+}  // namespace folio
