@@ -1,0 +1,119 @@
+// ExportFs: the file system `folio export` serves. Its root directory holds one regular file
+// per exported volume (a single file or a RAID volume), read and written through Folio's page
+// cache (one AddressSpace per volume, called directly from the FUSE worker threads), and a
+// read-only `.stats` file of live JSON.
+//
+//   /            ino 1   dr-xr-xr-x
+//   /.stats      ino 2   r--r--r--  size 0, opened direct_io; each open snapshots the JSON
+//   /<volume>    ino 3+  rw-r--r--  size = the volume's size; cannot grow, shrink or move
+//
+// Semantics of a volume file, like a block device's:
+//   read / write      AddressSpace::Read / Write; a write past the end is cut short, one that
+//                     starts at or past it gets ENOSPC
+//   fsync, fdatasync  AddressSpace::Fsync: writeback of every dirty folio, then a device
+//                     flush; a sticky writeback error is returned once
+//   close             nothing is lost: dirty data stays in the cache (background writeback);
+//                     the release of the last open handle writes it back
+//   fallocate         PUNCH_HOLE|KEEP_SIZE: partial pages zeroed through the cache, whole
+//                     pages written back, dropped and trimmed (reads return zeros); EOPNOTSUPP
+//                     when the device cannot trim. Mode 0 / KEEP_SIZE inside the file: done
+//                     (a device is fully allocated). Other modes: EOPNOTSUPP
+//   truncate          to the current size only (EINVAL otherwise); O_TRUNC is ignored, as on
+//                     a block device
+//   open              FOPEN_DIRECT_IO unless kernel_cache (then keep_cache, so the kernel's
+//                     copy survives reopening: only this server writes the volume)
+//
+// Thread safety: every method is thread-safe; volume state is atomics, the page cache is
+// thread-safe, and the node table is fixed at construction.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "folio/page_cache.h"
+#include "fuse/filesystem.h"
+#include "fuse/request_stats.h"
+
+namespace folio::fuse {
+
+inline constexpr InodeId kStatsInode{2};
+inline constexpr char kStatsName[] = ".stats";
+
+struct ExportVolume {
+  std::string name;                  // file name in the mount root
+  std::string device_spec;           // as the user gave it, for .stats
+  AddressSpace* mapping = nullptr;   // the volume's address space (its device is behind it)
+  // More live statistics for .stats (e.g. the RAID status), under the key "raid"; may be empty.
+  std::function<nlohmann::ordered_json()> raid_stats;
+};
+
+struct ExportOptions {
+  bool kernel_cache = false;  // serve files without FOPEN_DIRECT_IO (keep_cache instead)
+  uid_t uid = 0;              // owner of every node
+  gid_t gid = 0;
+  std::string mountpoint;     // for .stats
+};
+
+class ExportFs : public Filesystem {
+ public:
+  // REQUIRES: cache and every volume's mapping outlive this object; names are unique, not
+  // empty, contain no '/', and are neither "." nor ".." nor ".stats".
+  ExportFs(PageCache* cache, std::vector<ExportVolume> volumes, const ExportOptions& options);
+  ~ExportFs() override;
+
+  // The server's request counters, shown in .stats (may be set after construction).
+  void SetRequestStats(const RequestStats* stats) { request_stats_.store(stats); }
+
+  // Writes back and flushes every volume. Returns the first error (after trying them all).
+  Status SyncAll();
+  // The JSON .stats shows now.
+  nlohmann::ordered_json StatsJson() const;
+
+  Result<EntryReply> Lookup(InodeId parent, std::string_view name) override;
+  Result<NodeAttr> GetAttr(InodeId ino) override;
+  Result<NodeAttr> SetAttr(InodeId ino, const SetAttrRequest& request) override;
+  Result<OpenReply> Open(InodeId ino, int flags) override;
+  Result<size_t> Read(InodeId ino, uint64_t fh, uint64_t pos, std::span<char> out) override;
+  Result<size_t> Write(InodeId ino, uint64_t fh, uint64_t pos,
+                       std::span<const char> in) override;
+  Status Flush(InodeId ino, uint64_t fh) override;
+  Status Release(InodeId ino, uint64_t fh) override;
+  Status Fsync(InodeId ino, uint64_t fh, SyncKind kind) override;
+  Status Fallocate(InodeId ino, uint64_t fh, int mode, uint64_t pos, uint64_t len) override;
+  Result<std::vector<DirEntry>> ReadDir(InodeId dir) override;
+  Result<FsStatfs> StatFs() override;
+
+ private:
+  struct VolumeNode {
+    ExportVolume volume;
+    std::atomic<uint32_t> open_handles{0};
+    std::atomic<int64_t> mtime_ns{0};
+  };
+  VolumeNode* VolumeOf(InodeId ino) const;
+  NodeAttr AttrOf(InodeId ino) const;
+  Status PunchHole(VolumeNode* v, uint64_t pos, uint64_t len);
+
+  PageCache* const cache_;
+  const ExportOptions options_;
+  const timespec start_time_;
+  const uint64_t start_ns_;
+  std::vector<std::unique_ptr<VolumeNode>> volumes_;  // ino = index + 3
+  std::atomic<const RequestStats*> request_stats_{nullptr};
+
+  // Open .stats files: the JSON text each took at open, by fh.
+  std::mutex stats_mu_;
+  uint64_t next_stats_fh_ = 1;                                 // GUARDED_BY(stats_mu_)
+  std::unordered_map<uint64_t, std::string> stats_handles_;  // GUARDED_BY(stats_mu_)
+};
+
+}  // namespace folio::fuse

@@ -1,0 +1,48 @@
+// The low-level ops table adapter: libfuse callbacks -> Filesystem calls -> exactly one reply.
+//
+// Every callback runs its body inside one guard that catches anything thrown (a C frame is
+// above it) and turns a non-OK Status into fuse_reply_err; a body that succeeds sends its own
+// fuse_reply_* as its last statement. Forget is the only request without a reply
+// (fuse_reply_none), as the protocol wants.
+//
+// Thread safety: the context is shared by all worker threads; LookupCounts has its own lock,
+// RequestStats is lock-free, fs must be thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+
+#include "fuse/filesystem.h"
+#include "fuse/request_stats.h"
+#include "fuse/session.h"
+
+struct fuse_lowlevel_ops;
+
+namespace folio::fuse {
+
+// The kernel's references to each inode, as the adapter counted them from its replies.
+// Invariant: a count never goes below zero (a Forget of more than was looked up aborts).
+class LookupCounts {
+ public:
+  void Add(InodeId ino);
+  // Returns the count left after subtracting nlookup.
+  uint64_t Forget(InodeId ino, uint64_t nlookup);
+  uint64_t Get(InodeId ino) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<uint64_t, uint64_t> counts_;  // GUARDED_BY(mu_)
+};
+
+struct AdapterContext {
+  Filesystem* fs = nullptr;
+  MountOptions options;
+  RequestStats stats;
+  LookupCounts lookups;
+};
+
+// The ops table; its userdata must be an AdapterContext*.
+const fuse_lowlevel_ops& LowLevelOps();
+
+}  // namespace folio::fuse
