@@ -43,5 +43,8 @@ std::unique_ptr<BlockDevice> NewUringFileDevice(OpenedFile file, const FileDevic
 int ProbeUring(uint32_t entries);
 // Test hook: a nonzero err makes ProbeUring return -err without trying (0 restores).
 void SetUringProbeFailureForTest(int err);
+// Test hook: read / write SQEs that used registered (fixed) buffers on the calling thread's
+// ring of dev, or 0 when dev is not an io_uring file device or the thread has no ring.
+uint64_t FixedBufferRequestsForTest(BlockDevice* dev);
 
 }  // namespace folio::io_internal

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "folio/arena.h"
 #include "folio/block_device.h"
 #include "io/file_device_impl.h"
 #include "io/io_test_util.h"
@@ -149,6 +150,41 @@ TEST(FileEngineFallback, AutoFallsBackWithOneWarningLine) {
   AlignedBuf buf = AllocAligned(4096);
   EXPECT_TRUE((*dev)->Write(0, buf.get(), 4096).ok());
   EXPECT_FALSE(strict.ok());
+}
+
+// Single-segment requests whose buffer lies in a registered arena go out as read_fixed /
+// write_fixed; the registration also reaches a ring created before it.
+TEST(UringFixedBuffers, RegisteredArenaBuffersUseFixedSqes) {
+  ArenaOptions ao;
+  ao.capacity_bytes = 8 << 20;
+  ao.backing = ArenaBacking::k4k;
+  auto arena = FolioArena::Create(ao);
+  ASSERT_TRUE(arena.ok()) << arena.status().ToString();
+  io_test::TempDir dir;
+  FileDeviceOptions o;
+  o.engine = FileEngine::kUring;
+  o.create = true;
+  o.size_bytes = 1 << 20;
+  auto dev = OpenFileDevice(dir.File("f"), o);
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  BlockDevice* d = dev->get();
+  AlignedBuf plain = AllocAligned(65536);
+  ASSERT_TRUE(d->Read(0, plain.get(), 4096).ok());  // the ring exists before registration
+  ASSERT_TRUE(d->RegisterArena(arena->get()).ok());
+  Folio* a = (*arena)->Alloc(4).value();
+  Folio* b = (*arena)->Alloc(4).value();
+  char* pa = (*arena)->Data(a);
+  char* pb = (*arena)->Data(b);
+  for (int i = 0; i < 65536; ++i) pa[i] = static_cast<char>(i * 7);
+  ASSERT_TRUE(d->Write(65536, pa, 65536).ok());
+  ASSERT_TRUE(d->Read(65536, pb, 65536).ok());
+  EXPECT_EQ(std::memcmp(pa, pb, 65536), 0);
+  EXPECT_EQ(io_internal::FixedBufferRequestsForTest(d), 2u);
+  ASSERT_TRUE(d->Read(65536, plain.get(), 65536).ok());  // outside the arena: no fixed SQE
+  EXPECT_EQ(io_internal::FixedBufferRequestsForTest(d), 2u);
+  EXPECT_EQ(std::memcmp(plain.get(), pb, 65536), 0);
+  (*arena)->Free(a);
+  (*arena)->Free(b);
 }
 
 TEST(FileEngineNames, Names) {

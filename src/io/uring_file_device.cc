@@ -69,6 +69,7 @@ struct Ring : ThreadState {
   uint32_t unsubmitted = 0;    // SQEs prepared since the last io_uring_submit
   uint64_t arena_generation = 0;
   std::vector<FixedRange> fixed;
+  uint64_t fixed_requests = 0;  // SQEs that used a registered buffer (a test observes it)
 
   ~Ring() override {
     if (initialized) io_uring_queue_exit(&ring);
@@ -97,6 +98,10 @@ class UringFileDevice final : public BlockDevice {
     return ring == nullptr ? 0 : ring->in_flight;
   }
   Status RegisterArena(FolioArena* arena) override;
+  uint64_t fixed_requests() const {
+    auto* ring = static_cast<Ring*>(threads_.Find());
+    return ring == nullptr ? 0 : ring->fixed_requests;
+  }
   DeviceStatsSnapshot stats() const override { return stats_.Snapshot(); }
   void ResetStats() override { stats_.Reset(); }
 
@@ -204,7 +209,12 @@ Status UringFileDevice::Submit(std::span<IoRequest* const> batch) {
   for (const MergedRequest& m : merger.requests()) {
     for (uint32_t i = 1; i < m.nr_requests; ++i) stats_.RecordMerge(m.op);
     uint32_t index = 0;
-    FOLIO_RETURN_IF_ERROR(AcquireSlot(ring, &index));
+    if (Status st = AcquireSlot(ring, &index); !st.ok()) {
+      // The ring failed while waiting for room: fail this request, never drop it.
+      stats_.RecordError();
+      ring->completions.Push(m.head, std::move(st));
+      continue;
+    }
     Slot& s = ring->slots[index];
     s.head = m.head;
     s.op = m.op;
@@ -257,6 +267,7 @@ void UringFileDevice::Prepare(Ring* ring, uint32_t index, const iovec* iov, uint
         for (const FixedRange& f : ring->fixed) {
           if (buf >= f.base && buf + len <= f.base + f.bytes) buf_index = f.index;
         }
+        if (buf_index >= 0) ++ring->fixed_requests;
         if (buf_index >= 0 && read) {
           io_uring_prep_read_fixed(sqe, fd, buf, len, pos, buf_index);
         } else if (buf_index >= 0) {
@@ -287,6 +298,8 @@ void UringFileDevice::Prepare(Ring* ring, uint32_t index, const iovec* iov, uint
   ++ring->unsubmitted;
 }
 
+// Submits the prepared SQEs. A hard io_uring_enter error (a bug or a dying ring) is returned;
+// the SQEs stay queued in the ring and go out with the next submission.
 Status UringFileDevice::Flush(Ring* ring) {
   while (ring->unsubmitted > 0) {
     int ret = io_uring_submit(&ring->ring);
@@ -401,6 +414,11 @@ int ProbeUring(uint32_t entries) {
 }
 
 void SetUringProbeFailureForTest(int err) { g_probe_failure.store(err, std::memory_order_relaxed); }
+
+uint64_t FixedBufferRequestsForTest(BlockDevice* dev) {
+  auto* uring = dynamic_cast<UringFileDevice*>(dev);
+  return uring == nullptr ? 0 : uring->fixed_requests();
+}
 
 std::unique_ptr<BlockDevice> NewUringFileDevice(OpenedFile file, const FileDeviceOptions& options) {
   return std::make_unique<UringFileDevice>(std::move(file), options);
