@@ -124,7 +124,7 @@ class UringFileDevice final : public BlockDevice {
   const uint64_t max_request_bytes_;
   DeviceStats stats_;
   std::mutex arenas_mu_;
-  std::vector<FolioArena*> arenas_;  // GUARDED_BY(arenas_mu_)
+  std::vector<iovec> arenas_;  // GUARDED_BY(arenas_mu_): registered arena ranges
   std::atomic<uint64_t> arena_generation_{0};
   PerThreadRegistry threads_;  // last: rings are torn down before the fd closes
 };
@@ -150,10 +150,10 @@ Result<Ring*> UringFileDevice::GetRing() {
 
 Status UringFileDevice::RegisterArena(FolioArena* arena) {
   std::lock_guard<std::mutex> lock(arenas_mu_);
-  for (FolioArena* a : arenas_) {
-    if (a == arena) return Status::OK();
+  for (const iovec& a : arenas_) {
+    if (a.iov_base == arena->base()) return Status::OK();
   }
-  arenas_.push_back(arena);
+  arenas_.push_back(iovec{arena->base(), arena->capacity_bytes()});
   arena_generation_.fetch_add(1, std::memory_order_release);
   return Status::OK();
 }
@@ -168,11 +168,12 @@ void UringFileDevice::SyncFixedBuffers(Ring* ring) {
   std::vector<FixedRange> ranges;
   {
     std::lock_guard<std::mutex> lock(arenas_mu_);
-    for (FolioArena* a : arenas_) {
-      for (uint64_t off = 0; off < a->capacity_bytes(); off += kFixedBufferBytes) {
-        uint64_t len = std::min<uint64_t>(kFixedBufferBytes, a->capacity_bytes() - off);
-        ranges.push_back(FixedRange{a->base() + off, len, static_cast<int>(iovs.size())});
-        iovs.push_back(iovec{a->base() + off, len});
+    for (const iovec& a : arenas_) {
+      char* base = static_cast<char*>(a.iov_base);
+      for (uint64_t off = 0; off < a.iov_len; off += kFixedBufferBytes) {
+        uint64_t len = std::min<uint64_t>(kFixedBufferBytes, a.iov_len - off);
+        ranges.push_back(FixedRange{base + off, len, static_cast<int>(iovs.size())});
+        iovs.push_back(iovec{base + off, len});
       }
     }
   }
