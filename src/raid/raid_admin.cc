@@ -1,0 +1,259 @@
+// Creating and assembling arrays, status, statistics, failing and replacing members, stopping.
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <set>
+
+#include "base/check.h"
+#include "base/units.h"
+#include "raid/raid_device_impl.h"
+
+namespace folio::raid {
+namespace {
+
+constexpr uint64_t kDataOffsetBytes = 1 << 20;
+constexpr uint64_t kBitmapOffsetBytes = 4096;
+constexpr uint64_t kBitmapBytes = 4096;
+
+std::string Size(uint64_t b) { return FormatSize(b); }
+
+Status ValidateUnit(uint64_t unit, uint64_t chunk) {
+  if (unit == 0) return Status::OK();
+  if (!IsPowerOfTwo(unit) || unit < kRaidMinUnitBytes) {
+    return Status::InvalidArgument("--unit " + Size(unit) +
+                                   ": must be a power of two of at least 4K, or dynamic");
+  }
+  if (unit > chunk) {
+    return Status::InvalidArgument("--unit " + Size(unit) + ": larger than the chunk (" +
+                                   Size(chunk) + "); must be 4K..chunk or dynamic");
+  }
+  return Status::OK();
+}
+
+Status ValidateMember(const RaidMember& m) {
+  if (m.device == nullptr) return Status::InvalidArgument("member " + m.name + ": no device");
+  const uint32_t lbs = m.device->logical_block_bytes();
+  if (lbs == 0 || lbs > 4096 || 4096 % lbs != 0) {
+    return Status::InvalidArgument("member " + m.name + ": logical block size " +
+                                   std::to_string(lbs) + " does not divide 4096");
+  }
+  return Status::OK();
+}
+
+// Stripe cache large enough for two of the largest stripe heads (a sync head of every
+// member plus two scratch buffers), whatever the option says.
+RaidOptions WithMinimumCache(RaidOptions o, const StripeGeometry& g, uint64_t unit) {
+  const uint64_t head = unit != 0 ? unit : std::min<uint64_t>(g.chunk_bytes(), 2u << 20);
+  o.stripe_cache_bytes = std::max(o.stripe_cache_bytes, 2 * (g.members() + 2) * head);
+  return o;
+}
+
+Result<uint64_t> RuntimeUnit(const RaidOptions& options, uint64_t stored, uint64_t chunk) {
+  const uint64_t unit = options.unit_bytes.has_value() ? *options.unit_bytes : stored;
+  FOLIO_RETURN_IF_ERROR(ValidateUnit(unit, chunk));
+  return unit;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RaidDevice>> CreateImpl(std::vector<RaidMember> members,
+                                               const RaidCreateOptions& create,
+                                               const RaidOptions& options) {
+  const uint32_t n = static_cast<uint32_t>(members.size());
+  if (n < RaidMinMembers(create.level) || n > kRaidMaxMembers) {
+    return Status::InvalidArgument(std::string(RaidLevelName(create.level)) + " with " +
+                                   std::to_string(n) + " members: needs " +
+                                   std::to_string(RaidMinMembers(create.level)) + " to " +
+                                   std::to_string(kRaidMaxMembers) + " members");
+  }
+  if (!IsPowerOfTwo(create.chunk_bytes) || create.chunk_bytes < kRaidMinChunkBytes ||
+      create.chunk_bytes > kRaidMaxChunkBytes) {
+    return Status::InvalidArgument("--chunk " + Size(create.chunk_bytes) +
+                                   ": must be a power of two between 4K and 4M (e.g. 64K)");
+  }
+  FOLIO_RETURN_IF_ERROR(ValidateUnit(create.unit_bytes, create.chunk_bytes));
+  std::set<std::string> names;
+  uint64_t smallest = ~uint64_t{0};
+  std::string smallest_name;
+  for (const RaidMember& m : members) {
+    FOLIO_RETURN_IF_ERROR(ValidateMember(m));
+    if (!names.insert(m.name).second) {
+      return Status::InvalidArgument("member " + m.name + " is listed twice");
+    }
+    if (m.device->size_bytes() < smallest) {
+      smallest = m.device->size_bytes();
+      smallest_name = m.name;
+    }
+  }
+  const uint64_t need = kDataOffsetBytes + create.chunk_bytes;
+  if (smallest < need) {
+    return Status::InvalidArgument("member " + smallest_name + " is too small (" +
+                                   Size(smallest) + "): needs at least " + Size(need) +
+                                   " (1M of metadata and one chunk)");
+  }
+  uint64_t data = smallest - kDataOffsetBytes;
+  if (create.member_data_bytes != 0) {
+    if (create.member_data_bytes > data) {
+      return Status::InvalidArgument("member " + smallest_name + " is too small (" +
+                                     Size(smallest) + ") for a data area of " +
+                                     Size(create.member_data_bytes));
+    }
+    data = create.member_data_bytes;
+  }
+  data = data / create.chunk_bytes * create.chunk_bytes;
+  FOLIO_ASSIGN_OR_RETURN(
+      StripeGeometry geometry,
+      StripeGeometry::Create({create.level, create.layout, n, create.chunk_bytes, data}));
+  uint64_t region = create.bitmap_region_bytes;
+  if (region == 0) {
+    region = create.chunk_bytes;
+    while ((data + region - 1) / region > kBitmapBytes * 8) region *= 2;
+  }
+  if (!IsPowerOfTwo(region) || region < create.chunk_bytes ||
+      (data + region - 1) / region > kBitmapBytes * 8) {
+    return Status::InvalidArgument("--bitmap-region " + Size(region) +
+                                   ": must be a power of two, at least the chunk, and at most "
+                                   "32768 regions must cover a member");
+  }
+  FOLIO_ASSIGN_OR_RETURN(uint64_t unit, RuntimeUnit(options, create.unit_bytes,
+                                                    create.chunk_bytes));
+
+  Superblock sb;
+  sb.array_uuid = NewUuid();
+  sb.create_time_s = static_cast<uint64_t>(std::time(nullptr));
+  sb.level = create.level;
+  sb.layout = (create.level == RaidLevel::kRaid5 || create.level == RaidLevel::kRaid6)
+                  ? create.layout
+                  : RaidLayout::kLeftSymmetric;
+  sb.member_count = n;
+  sb.chunk_bytes = create.chunk_bytes;
+  sb.unit_bytes = create.unit_bytes;
+  sb.flags = kSuperblockFlagClean;
+  sb.data_offset_bytes = kDataOffsetBytes;
+  sb.member_data_bytes = geometry.member_data_bytes();
+  sb.array_bytes = geometry.array_bytes();
+  sb.bitmap_offset_bytes = kBitmapOffsetBytes;
+  sb.bitmap_bytes = kBitmapBytes;
+  sb.bitmap_region_bytes = region;
+  std::vector<SlotInit> slots;
+  for (uint32_t s = 0; s < n; ++s) {
+    sb.slot_states[s] = SlotState::kActive;
+    sb.slot_uuids[s] = NewUuid();
+    slots.push_back({members[s].name, std::move(members[s].device)});
+  }
+  auto meta = std::make_unique<ArrayMeta>(sb, std::move(slots));
+  FOLIO_RETURN_IF_ERROR(meta->Update([](Superblock*) {}));
+  auto bitmap = std::make_unique<WriteIntentBitmap>((data + region - 1) / region, region,
+                                                    kBitmapBytes);
+  if (!create.assume_clean && create.level != RaidLevel::kRaid0) bitmap->MarkAllForResync();
+  std::unique_ptr<char, void (*)(void*)> image(
+      static_cast<char*>(std::aligned_alloc(4096, kBitmapBytes)), std::free);
+  bitmap->MarkDurable(bitmap->Snapshot(image.get()));
+  FOLIO_RETURN_IF_ERROR(meta->WriteBitmap(image.get(), /*flush=*/true));
+  if (create.level == RaidLevel::kRaid0) bitmap.reset();
+  const RaidOptions o = WithMinimumCache(options, geometry, unit);
+  return std::unique_ptr<RaidDevice>(
+      new RaidDeviceImpl(geometry, std::move(meta), std::move(bitmap), unit, o));
+}
+
+Result<std::unique_ptr<RaidDevice>> AssembleImpl(std::vector<RaidMember> members,
+                                                 const RaidOptions& options) {
+  std::vector<MemberHeader> headers;
+  for (const RaidMember& m : members) {
+    FOLIO_RETURN_IF_ERROR(ValidateMember(m));
+    headers.push_back(ReadMemberHeader(m.name, m.device.get()));
+  }
+  FOLIO_ASSIGN_OR_RETURN(AssemblyPlan plan, DecideAssembly(headers));
+  const Superblock& sb = plan.reference;
+  FOLIO_ASSIGN_OR_RETURN(StripeGeometry geometry,
+                         StripeGeometry::Create({sb.level, sb.layout, sb.member_count,
+                                                 sb.chunk_bytes, sb.member_data_bytes}));
+  FOLIO_ASSIGN_OR_RETURN(uint64_t unit, RuntimeUnit(options, sb.unit_bytes, sb.chunk_bytes));
+  std::vector<SlotInit> slots(sb.member_count);
+  for (uint32_t s = 0; s < sb.member_count; ++s) {
+    const int m = plan.slot_member[s];
+    if (m < 0) continue;
+    slots[s].name = members[m].name;
+    slots[s].device = std::move(members[m].device);
+  }
+  // Slots whose name is known from a stale member keep it for status.
+  for (const MemberDecision& d : plan.members) {
+    if (d.slot >= 0 && slots[d.slot].name.empty()) slots[d.slot].name = d.name;
+  }
+  auto meta = std::make_unique<ArrayMeta>(sb, std::move(slots));
+  std::unique_ptr<WriteIntentBitmap> bitmap;
+  if (sb.level != RaidLevel::kRaid0) {
+    bitmap = std::make_unique<WriteIntentBitmap>(sb.bitmap_bits(), sb.bitmap_region_bytes,
+                                                 sb.bitmap_bytes);
+    std::unique_ptr<char, void (*)(void*)> image(
+        static_cast<char*>(std::aligned_alloc(4096, sb.bitmap_bytes)), std::free);
+    for (uint32_t s = 0; s < sb.member_count; ++s) {
+      if (meta->health(s) == SlotHealth::kFailed) continue;
+      if (meta->device(s)->Read(sb.bitmap_offset_bytes, image.get(), sb.bitmap_bytes).ok()) {
+        bitmap->LoadImage({image.get(), sb.bitmap_bytes});
+      }
+    }
+  }
+  // Record the slots that assembled without a member as failed, and refresh lagging
+  // superblocks, so that a member that was away cannot rejoin unnoticed.
+  bool update = false;
+  for (const MemberDecision& d : plan.members) {
+    update |= !d.why.empty() && d.verdict == MemberVerdict::kActive;
+  }
+  for (uint32_t s = 0; s < sb.member_count; ++s) {
+    if (meta->health(s) == SlotHealth::kFailed && sb.slot_states[s] != SlotState::kFailed) {
+      update = true;
+    }
+  }
+  if (update) {
+    FOLIO_RETURN_IF_ERROR(meta->Update([&](Superblock* s) {
+      for (uint32_t i = 0; i < s->member_count; ++i) {
+        if (meta->health(i) == SlotHealth::kFailed) s->slot_states[i] = SlotState::kFailed;
+      }
+    }));
+  }
+  const RaidOptions o = WithMinimumCache(options, geometry, unit);
+  auto device = std::make_unique<RaidDeviceImpl>(geometry, std::move(meta), std::move(bitmap),
+                                                 unit, o);
+  device->SetActive(!sb.clean());
+  return std::unique_ptr<RaidDevice>(std::move(device));
+}
+
+}  // namespace folio::raid
+
+namespace folio {
+
+Result<std::unique_ptr<RaidDevice>> RaidDevice::Create(std::vector<RaidMember> members,
+                                                       const RaidCreateOptions& create,
+                                                       const RaidOptions& options) {
+  return raid::CreateImpl(std::move(members), create, options);
+}
+
+Result<std::unique_ptr<RaidDevice>> RaidDevice::Assemble(std::vector<RaidMember> members,
+                                                         const RaidOptions& options) {
+  return raid::AssembleImpl(std::move(members), options);
+}
+
+std::string_view RaidSyncActionName(RaidSyncAction a) {
+  switch (a) {
+    case RaidSyncAction::kResync: return "resync";
+    case RaidSyncAction::kCheck: return "check";
+    case RaidSyncAction::kRepair: return "repair";
+    case RaidSyncAction::kRebuild: return "rebuild";
+  }
+  return "unknown";
+}
+
+std::string_view MemberHealthName(MemberHealth h) {
+  switch (h) {
+    case MemberHealth::kInSync: return "in_sync";
+    case MemberHealth::kRebuilding: return "rebuilding";
+    case MemberHealth::kFailed: return "failed";
+    case MemberHealth::kMissing: return "missing";
+  }
+  return "unknown";
+}
+
+}  // namespace folio

@@ -1,0 +1,331 @@
+// The engine of RaidDeviceImpl: per-thread contexts, Submit / Poll, member submission and
+// completion, and the completion of operations and user requests.
+//
+// Flow on one thread:
+//   Submit(user requests) -> StartUserIo creates operations on ctx->ready -> Drive
+//   Drive: advance ready operations (they queue member requests), submit the queued member
+//          requests, one batch per member so the member can merge them
+//   member completion callback (inside a member's Poll): op->pending--, at 0 the operation
+//          goes back on ctx->ready; nothing else runs inside the callback
+//   Poll: Drive, deliver completed user requests (run their callbacks), and when more is
+//          wanted, WaitForProgress: poll the members this thread has requests on, or sleep
+//          until a stripe lock this thread waits for is released.
+#include <time.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "base/check.h"
+#include "io/device_util.h"
+#include "raid/raid_device_impl.h"
+
+namespace folio::raid {
+namespace {
+
+void OnMemberDone(IoRequest* r) {
+  MemberIo* io = reinterpret_cast<MemberIo*>(r);
+  Op* op = io->op;
+  FOLIO_CHECK(op->pending > 0);
+  if (--op->pending == 0) op->ctx->ready.push_back(op);
+}
+
+// Adds the thread CPU time of a scope to a counter.
+class CpuScope {
+ public:
+  explicit CpuScope(std::atomic<uint64_t>* counter) : counter_(counter), t0_(ThreadCpuNs()) {}
+  ~CpuScope() { counter_->fetch_add(ThreadCpuNs() - t0_, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t>* counter_;
+  uint64_t t0_;
+};
+
+}  // namespace
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void Op::ResetIos(uint32_t capacity) {
+  FOLIO_CHECK(pending == 0);
+  if (capacity > ios_capacity) {
+    ios.reset(new MemberIo[capacity]);
+    ios_capacity = capacity;
+  }
+  ios_used = 0;
+}
+
+MemberIo* Op::NextIo() {
+  FOLIO_CHECK(ios_used < ios_capacity);
+  return &ios[ios_used++];
+}
+
+RaidDeviceImpl::RaidDeviceImpl(const StripeGeometry& geometry, std::unique_ptr<ArrayMeta> meta,
+                               std::unique_ptr<WriteIntentBitmap> bitmap, uint64_t unit_bytes,
+                               const RaidOptions& options)
+    : geometry_(geometry),
+      meta_(std::move(meta)),
+      bitmap_(std::move(bitmap)),
+      unit_bytes_(unit_bytes),
+      options_(options),
+      name_("raid" + std::to_string(static_cast<int>(geometry.level())) + "(" +
+            meta_->name(0) + ",...)"),
+      pool_(options.stripe_cache_bytes, options.arena) {}
+
+RaidDeviceImpl::~RaidDeviceImpl() {
+  if (!stopped_.load()) (void)Stop();
+}
+
+uint64_t RaidDeviceImpl::NowMs() const { return NowNs() / 1000000; }
+
+ThreadCtx* RaidDeviceImpl::Ctx() {
+  auto state = threads_.GetOrCreate(
+      []() -> Result<std::unique_ptr<io_internal::ThreadState>> {
+        return std::unique_ptr<io_internal::ThreadState>(new ThreadCtx());
+      });
+  FOLIO_CHECK(state.ok());
+  return static_cast<ThreadCtx*>(*state);
+}
+
+void RaidDeviceImpl::QueueIo(Op* op, uint32_t slot, IoOp kind, uint64_t member_pos,
+                             uint64_t length, char* buf) {
+  ThreadCtx* c = op->ctx;
+  BlockDevice* dev = meta_->device(slot);
+  FOLIO_CHECK_MSG(dev != nullptr, "member request to a slot without a device");
+  MemberIo* io = op->NextIo();
+  io->op = op;
+  io->slot = slot;
+  io->device = dev;
+  if (kind == IoOp::kFlush) {
+    io->req.Reset(kind, 0, 0, nullptr);
+  } else {
+    io->req.Reset(kind, meta_->data_offset_bytes() + member_pos, length, buf);
+  }
+  io->req.done = OnMemberDone;
+  io->req.ctx = io;
+  ++op->pending;
+  if (c->batch_device[slot] != dev && !c->batch[slot].empty()) {
+    // The slot's device was replaced since the batch began: send the old batch first.
+    Status st = c->batch_device[slot]->Submit(c->batch[slot]);
+    if (!st.ok()) {
+      for (IoRequest* r : c->batch[slot]) {
+        r->status = st;
+        OnMemberDone(r);
+      }
+    }
+    c->batch[slot].clear();
+  }
+  c->batch[slot].push_back(&io->req);
+  c->batch_device[slot] = dev;
+  if (std::find(c->devices.begin(), c->devices.end(), dev) == c->devices.end()) {
+    c->devices.push_back(dev);
+  }
+}
+
+Status RaidDeviceImpl::SubmitBatches(ThreadCtx* c) {
+  for (uint32_t slot = 0; slot < geometry_.members(); ++slot) {
+    if (c->batch[slot].empty()) continue;
+    Status st = c->batch_device[slot]->Submit(c->batch[slot]);
+    if (!st.ok()) {
+      // Not accepted at all: complete them here with the device's status.
+      for (IoRequest* r : c->batch[slot]) {
+        r->status = st;
+        OnMemberDone(r);
+      }
+    }
+    c->batch[slot].clear();
+  }
+  return Status::OK();
+}
+
+void RaidDeviceImpl::Drive(ThreadCtx* c) {
+  std::vector<Op*> work;
+  while (true) {
+    if (!c->deferred.empty() && locks_.generation() != c->deferred_generation) {
+      c->ready.insert(c->ready.end(), c->deferred.begin(), c->deferred.end());
+      c->deferred.clear();
+    }
+    if (c->ready.empty()) {
+      (void)SubmitBatches(c);
+      if (c->ready.empty()) break;  // a refused batch may have readied operations
+      continue;
+    }
+    work.clear();
+    work.swap(c->ready);
+    for (Op* op : work) {
+      switch (op->kind) {
+        case OpKind::kPiece: AdvancePiece(static_cast<PieceOp*>(op)); break;
+        case OpKind::kStripe: AdvanceStripe(static_cast<StripeOp*>(op)); break;
+        case OpKind::kFlush: AdvanceFlush(static_cast<FlushOp*>(op)); break;
+      }
+    }
+  }
+}
+
+void RaidDeviceImpl::Defer(Op* op) {
+  ThreadCtx* c = op->ctx;
+  const uint64_t gen = locks_.generation();
+  if (c->deferred.empty() || gen < c->deferred_generation) c->deferred_generation = gen;
+  c->deferred.push_back(op);
+}
+
+Status RaidDeviceImpl::WaitForProgress(ThreadCtx* c) {
+  bool progressed = false;
+  for (BlockDevice* dev : c->devices) {
+    if (dev->InFlight() == 0) continue;
+    Result<size_t> n = dev->Poll(0);
+    if (!n.ok()) return n.status();
+    progressed |= *n > 0;
+  }
+  if (progressed || !c->ready.empty()) return Status::OK();
+  for (BlockDevice* dev : c->devices) {
+    if (dev->InFlight() == 0) continue;
+    Result<size_t> n = dev->Poll(1);
+    return n.ok() ? Status::OK() : n.status();
+  }
+  if (!c->deferred.empty()) {
+    locks_.WaitForUnlock(c->deferred_generation, std::chrono::microseconds(1000));
+    // Buffers come back with unlocks; a wait that timed out retries anyway.
+    c->deferred_generation = ~uint64_t{0};
+  }
+  return Status::OK();
+}
+
+void RaidDeviceImpl::AddChild(UserIo* u, Op* op) {
+  op->user = u;
+  ++u->children;
+}
+
+void RaidDeviceImpl::FinishOp(Op* op) {
+  FOLIO_CHECK(op->pending == 0);
+  if (op->sync != nullptr) {
+    OnSyncOpDone(static_cast<StripeOp*>(op));
+  } else if (op->user != nullptr) {
+    ReleaseChild(op->ctx, op->user, op->status);
+  }
+  delete op;
+}
+
+void RaidDeviceImpl::ReleaseChild(ThreadCtx* c, UserIo* u, const Status& status) {
+  if (!status.ok() && u->status.ok()) u->status = status;
+  FOLIO_CHECK(u->children > 0);
+  if (--u->children > 0) return;
+  IoRequest* req = u->req;
+  if (u->bitmap_held) bitmap_->EndWrite(u->bitmap_first, u->bitmap_last, NowMs());
+  if (req->op == IoOp::kFlush && bitmap_ != nullptr && u->status.ok()) {
+    bitmap_->FlushDone(u->flush_token, NowMs(), options_.bitmap_clear_delay_ms);
+  }
+  stats_.RecordRequest(req->op, req->length, NowNs() - req->submit_ns);
+  if (!u->status.ok()) stats_.RecordError();
+  req->status = std::move(u->status);
+  c->completed.push_back(req);
+  --c->active;
+  delete u;
+}
+
+bool RaidDeviceImpl::HandleMemberError(uint32_t slot) {
+  if (meta_->Writable(slot)) (void)meta_->MarkFailed(slot);
+  return meta_->failed_count() <= RaidFailureTolerance(geometry_.level(), geometry_.members());
+}
+
+Status RaidDeviceImpl::PersistBitmap(uint64_t version, bool flush) {
+  std::lock_guard<std::mutex> lock(bitmap_persist_mu_);
+  // version 0: write out whatever changed (cleared bits); otherwise make `version` durable.
+  if (version != 0 ? bitmap_->IsDurable(version) : !bitmap_->ImageChanged()) {
+    return Status::OK();
+  }
+  std::unique_ptr<char, void (*)(void*)> image(
+      static_cast<char*>(std::aligned_alloc(4096, bitmap_->image_bytes())), std::free);
+  const uint64_t v = bitmap_->Snapshot(image.get());
+  Status st = meta_->WriteBitmap(image.get(), flush);
+  if (st.ok()) bitmap_->MarkDurable(v);
+  return st;
+}
+
+Status RaidDeviceImpl::EnsureActive() {
+  if (active_.load(std::memory_order_acquire)) return Status::OK();
+  Status st = meta_->Update([](Superblock* sb) { sb->flags &= ~kSuperblockFlagClean; });
+  if (st.ok()) active_.store(true, std::memory_order_release);
+  return st;
+}
+
+Status RaidDeviceImpl::Submit(std::span<IoRequest* const> batch) {
+  if (stopped_.load(std::memory_order_acquire)) {
+    return Status::IOError(name_ + ": array is stopped");
+  }
+  CpuScope cpu(&counters_.cpu_ns);
+  ThreadCtx* c = Ctx();
+  for (IoRequest* req : batch) {
+    while (c->active >= options_.queue_depth) {
+      Drive(c);
+      if (c->active < options_.queue_depth) break;
+      FOLIO_RETURN_IF_ERROR(WaitForProgress(c));
+    }
+    ++c->in_flight;
+    ++c->active;
+    StartUserIo(c, req);
+  }
+  Drive(c);
+  return Status::OK();
+}
+
+void RaidDeviceImpl::Deliver(ThreadCtx* c, size_t* delivered) {
+  while (!c->completed.empty()) {
+    std::vector<IoRequest*> done;
+    done.swap(c->completed);
+    for (IoRequest* req : done) {
+      --c->in_flight;
+      ++*delivered;
+      IoDoneFn fn = req->done;
+      req->completed.store(true, std::memory_order_release);
+      if (fn != nullptr) fn(req);
+    }
+  }
+}
+
+Result<size_t> RaidDeviceImpl::Poll(size_t min_complete) {
+  ThreadCtx* c = Ctx();
+  size_t delivered = 0;
+  while (true) {
+    {
+      CpuScope cpu(&counters_.cpu_ns);
+      Drive(c);
+    }
+    Deliver(c, &delivered);
+    if (delivered >= min_complete || c->in_flight == 0) return delivered;
+    if (!c->ready.empty() || !c->completed.empty()) continue;
+    CpuScope cpu(&counters_.cpu_ns);
+    FOLIO_RETURN_IF_ERROR(WaitForProgress(c));
+  }
+}
+
+size_t RaidDeviceImpl::InFlight() const {
+  io_internal::ThreadState* s = threads_.Find();
+  return s == nullptr ? 0 : static_cast<ThreadCtx*>(s)->in_flight;
+}
+
+void RaidDeviceImpl::ResetStats() {
+  stats_.Reset();
+  for (uint32_t s = 0; s < geometry_.members(); ++s) {
+    if (meta_->device(s) != nullptr) meta_->device(s)->ResetStats();
+  }
+  counters_.full_stripe_writes = 0;
+  counters_.rmw_writes = 0;
+  counters_.rcw_writes = 0;
+  counters_.degraded_writes = 0;
+  counters_.degraded_reads = 0;
+  counters_.read_errors_corrected = 0;
+  counters_.stripe_cache_waits = 0;
+  counters_.parity_ns = 0;
+  counters_.cpu_ns = 0;
+}
+
+}  // namespace folio::raid

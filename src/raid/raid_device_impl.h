@@ -1,0 +1,193 @@
+// RaidDeviceImpl: the RaidDevice behind folio/raid.h. Its methods are spread over
+//   raid_device.cc   the engine: per-thread contexts, Submit / Poll, member submission,
+//                    operation completion, user request completion
+//   raid_plan.cc     splitting user requests into piece, stripe and flush operations
+//   stripe_op.cc     the stripe head state machine (lock, buffers, mode, reads, writes)
+//   stripe_compute.cc parity work of each stripe mode
+//   raid_sync.cc     resync / check / repair / rebuild
+//   raid_admin.cc    create, assemble, status, stats, fail, replace, stop
+//
+// Lock order (outer first): ArrayMeta::mu_ (metadata writes, may do member I/O)
+//   -> bitmap_persist_mu_ -> WriteIntentBitmap::mu_ / StripeLockTable::mu_ /
+//   StripeBufferPool::mu_ (leaf locks, never held across I/O or callbacks).
+// No lock is held while running a user callback.
+//
+// Thread safety: see folio/raid.h.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "folio/raid.h"
+#include "io/per_thread.h"
+#include "raid/array_meta.h"
+#include "raid/bitmap.h"
+#include "raid/buffer_pool.h"
+#include "raid/geometry.h"
+#include "raid/raid_ops.h"
+#include "raid/stripe_lock.h"
+
+namespace folio::raid {
+
+struct SyncRun;
+
+uint64_t NowNs();        // CLOCK_MONOTONIC
+uint64_t ThreadCpuNs();  // CLOCK_THREAD_CPUTIME_ID
+
+// Counters of the I/O path (RaidStats without the member stats).
+struct PathCounters {
+  std::atomic<uint64_t> full_stripe_writes{0}, rmw_writes{0}, rcw_writes{0}, degraded_writes{0};
+  std::atomic<uint64_t> degraded_reads{0}, read_errors_corrected{0}, stripe_cache_waits{0};
+  std::atomic<uint64_t> parity_ns{0}, cpu_ns{0};
+};
+
+Result<std::unique_ptr<RaidDevice>> CreateImpl(std::vector<RaidMember> members,
+                                               const RaidCreateOptions& create,
+                                               const RaidOptions& options);
+Result<std::unique_ptr<RaidDevice>> AssembleImpl(std::vector<RaidMember> members,
+                                                 const RaidOptions& options);
+
+class RaidDeviceImpl final : public RaidDevice {
+ public:
+  RaidDeviceImpl(const StripeGeometry& geometry, std::unique_ptr<ArrayMeta> meta,
+                 std::unique_ptr<WriteIntentBitmap> bitmap, uint64_t unit_bytes,
+                 const RaidOptions& options);
+  ~RaidDeviceImpl() override;
+
+  // ---- BlockDevice
+  std::string name() const override { return name_; }
+  uint32_t logical_block_bytes() const override { return kBlockBytes; }
+  uint64_t size_bytes() const override { return geometry_.array_bytes(); }
+  uint32_t queue_depth() const override { return options_.queue_depth; }
+  uint64_t max_request_bytes() const override { return options_.max_request_bytes; }
+  bool supports_trim() const override { return false; }
+  Status Submit(std::span<IoRequest* const> batch) override;
+  Result<size_t> Poll(size_t min_complete) override;
+  size_t InFlight() const override;
+  DeviceStatsSnapshot stats() const override { return stats_.Snapshot(); }
+  void ResetStats() override;
+
+  // ---- RaidDevice (raid_admin.cc, raid_sync.cc)
+  RaidStatus Describe() const override;
+  RaidStats raid_stats() const override;
+  int SlotOf(std::string_view name) const override;
+  Result<RaidSyncReport> Sync(RaidSyncAction action, const RaidSyncOptions& options) override;
+  Status FailMember(uint32_t slot) override;
+  Status ReplaceMember(uint32_t slot, RaidMember fresh) override;
+  Status Stop() override;
+
+  static constexpr uint32_t kBlockBytes = 4096;
+
+  // ---- Engine (raid_device.cc)
+  ThreadCtx* Ctx();
+  // Queues a member request of `op` for the end of the current Drive.
+  void QueueIo(Op* op, uint32_t slot, IoOp kind, uint64_t member_pos, uint64_t length,
+               char* buf);
+  // Advances every ready operation and submits the queued member requests.
+  void Drive(ThreadCtx* c);
+  // Waits until a member request of this thread completes or a deferred operation may retry.
+  Status WaitForProgress(ThreadCtx* c);
+  // Parks an operation until a stripe lock or stripe buffers are released.
+  void Defer(Op* op);
+  // The operation finished (op->status set): reports to its user request or sync run and
+  // deletes it.
+  void FinishOp(Op* op);
+  void AddChild(UserIo* u, Op* op);
+  // Drops one child reference of a user request (recording a failure); the last one
+  // completes the request.
+  void ReleaseChild(ThreadCtx* c, UserIo* u, const Status& status);
+  // Marks a member failed after an I/O error; returns whether the array still has its data.
+  bool HandleMemberError(uint32_t slot);
+  // Makes the bitmap image version `version` durable on the members.
+  Status PersistBitmap(uint64_t version, bool flush);
+  uint64_t NowMs() const;
+
+  // ---- Planning (raid_plan.cc)
+  void StartUserIo(ThreadCtx* c, IoRequest* req);
+  void StartRead(ThreadCtx* c, UserIo* u);
+  Status StartWrite(ThreadCtx* c, UserIo* u);
+  void StartFlush(ThreadCtx* c, UserIo* u);
+  void AdvancePiece(PieceOp* op);
+  void AdvanceFlush(FlushOp* op);
+  // A read piece that cannot be (or was not) read directly: reconstruct it.
+  void StartReconstruct(ThreadCtx* c, UserIo* u, uint64_t stripe, uint32_t data_index,
+                        uint32_t col, uint32_t length, char* buf, uint32_t bad_mask);
+
+  // ---- Stripes (stripe_op.cc, stripe_compute.cc)
+  void AdvanceStripe(StripeOp* op);
+  bool AcquireStripe(StripeOp* op);
+  void ReleaseBuffers(StripeOp* op);
+  void ReleaseStripe(StripeOp* op);
+  StripeMode ChooseMode(const StripeOp* op) const;
+  uint32_t BufferMask(const StripeOp* op) const;
+  void AfterReads(StripeOp* op);
+  void AfterWrites(StripeOp* op);
+  void IssueReads(StripeOp* op);
+  void IssueWrites(StripeOp* op);
+  bool NeedsResync(uint64_t stripe) const;
+  uint32_t ParityMask(uint64_t stripe) const;
+  uint32_t DataSlot(uint64_t stripe, uint32_t d) const { return geometry_.DataMember(stripe, d); }
+  // Stripe blocks in parity order (D_0..D_k-1, P, Q) from per-slot buffers; lost slots -> roles.
+  void BlocksOf(const StripeOp* op, char** blocks) const;
+  uint32_t LostRoles(const StripeOp* op, uint32_t slots, uint32_t* roles) const;
+  void ComputeWrite(StripeOp* op);
+  Status ComputeReconstruct(StripeOp* op);
+  void ComputeSync(StripeOp* op);
+  // Slots a stripe head cannot read (failed, beyond the rebuild checkpoint, bad_mask).
+  uint32_t UnreadableMask(const StripeOp* op) const;
+  uint64_t MemberEnd(const StripeOp* op) const {
+    return (op->stripe << geometry_.chunk_shift()) + op->col_end;
+  }
+  // Parity timing wrapper.
+  template <typename Fn>
+  void TimeParity(Fn&& fn);
+
+  // ---- Sync (raid_sync.cc)
+  void OnSyncOpDone(StripeOp* op);
+
+  const StripeGeometry& geometry() const { return geometry_; }
+  ArrayMeta& meta() { return *meta_; }
+  WriteIntentBitmap* bitmap() { return bitmap_.get(); }
+  uint64_t unit_bytes() const { return unit_bytes_; }
+  PathCounters& counters() { return counters_; }
+  // The superblock says not clean (set by Assemble; the first write sets it otherwise).
+  void SetActive(bool active) { active_.store(active, std::memory_order_release); }
+
+ private:
+  Status EnsureActive();
+  Status SubmitBatches(ThreadCtx* c);
+  void Deliver(ThreadCtx* c, size_t* delivered);
+
+  const StripeGeometry geometry_;
+  std::unique_ptr<ArrayMeta> meta_;
+  std::unique_ptr<WriteIntentBitmap> bitmap_;  // null for RAID 0
+  const uint64_t unit_bytes_;                   // 0 = dynamic
+  const RaidOptions options_;
+  const std::string name_;
+  StripeLockTable locks_;
+  StripeBufferPool pool_;
+  PathCounters counters_;
+  DeviceStats stats_;
+  std::mutex bitmap_persist_mu_;
+  std::atomic<bool> active_{false};   // superblock says not clean
+  std::atomic<bool> stopped_{false};
+  std::mutex retired_mu_;
+  std::vector<std::unique_ptr<BlockDevice>> retired_;  // replaced devices, kept for pollers
+  std::atomic<bool> sync_running_{false};
+  std::atomic<uint64_t> user_requests_{0};  // for the sync's foreground-I/O check
+  mutable std::mutex progress_mu_;
+  RaidSyncProgress progress_;  // GUARDED_BY(progress_mu_): of the running sync
+  io_internal::PerThreadRegistry threads_;  // last: thread states die first
+};
+
+template <typename Fn>
+void RaidDeviceImpl::TimeParity(Fn&& fn) {
+  const uint64_t t0 = NowNs();
+  fn();
+  counters_.parity_ns.fetch_add(NowNs() - t0, std::memory_order_relaxed);
+}
+
+}  // namespace folio::raid

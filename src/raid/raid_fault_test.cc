@@ -1,0 +1,326 @@
+// Faults a RAID array must survive, and the ones it must report: read errors corrected from
+// parity, write errors that fail a member, corruption found by check and fixed by repair, two
+// members lost on RAID 5 (DataLoss, never wrong data), a simulated crash followed by a bitmap
+// resync, and resumable check / rebuild.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "folio/raid.h"
+#include "raid/raid_test_util.h"
+
+namespace folio::raid_test {
+namespace {
+
+constexpr uint64_t kMemberBytes = (1 << 20) + (512 << 10);
+constexpr uint64_t kDataOffset = 1 << 20;
+
+std::unique_ptr<RaidDevice> Create(Members& m, RaidLevel level, uint32_t n,
+                                   uint64_t chunk = 16 << 10, uint64_t unit = 0) {
+  RaidCreateOptions co;
+  co.level = level;
+  co.chunk_bytes = chunk;
+  co.unit_bytes = unit;
+  co.assume_clean = true;
+  RaidOptions o;
+  o.bitmap_clear_delay_ms = 0;
+  auto dev = RaidDevice::Create(m.WrapFirst(n), co, o);
+  EXPECT_TRUE(dev.ok()) << dev.status().ToString();
+  return dev.ok() ? std::move(dev).value() : nullptr;
+}
+
+std::vector<char> FillArray(RaidDevice* dev, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<char> data(dev->size_bytes());
+  Fill(rng, data.data(), data.size());
+  EXPECT_TRUE(WriteBytes(dev, 0, data.data(), data.size()).ok());
+  EXPECT_TRUE(dev->Flush().ok());
+  return data;
+}
+
+uint64_t Mismatches(RaidDevice* dev, RaidSyncAction action = RaidSyncAction::kCheck) {
+  auto r = dev->Sync(action, {});
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? r->mismatches : ~uint64_t{0};
+}
+
+// Slot holding P of stripe 0 for left-symmetric: the last member.
+uint32_t ParitySlotOfStripe0(uint32_t members) { return members - 1; }
+
+TEST(RaidFaults, CorruptionFoundByCheckFixedByRepair) {
+  for (RaidLevel level : {RaidLevel::kRaid5, RaidLevel::kRaid6, RaidLevel::kRaid1}) {
+    SCOPED_TRACE(std::string(RaidLevelName(level)));
+    Members m(5, kMemberBytes);
+    auto dev = Create(m, level, 5);
+    ASSERT_NE(dev, nullptr);
+    const std::vector<char> data = FillArray(dev.get(), 7);
+    EXPECT_EQ(Mismatches(dev.get()), 0u);
+    // Flip bytes in stripe 0's P chunk (RAID 1: on the last mirror) and in stripe 3 of m1.
+    std::vector<char> junk(4096, 0x5a);
+    const uint32_t p = ParitySlotOfStripe0(5);
+    ASSERT_TRUE(WriteBytes(m.raw(p), kDataOffset + 4096, junk.data(), 4096).ok());
+    ASSERT_TRUE(WriteBytes(m.raw(1), kDataOffset + 3 * (16 << 10), junk.data(), 4096).ok());
+    auto check = dev->Sync(RaidSyncAction::kCheck, {});
+    ASSERT_TRUE(check.ok());
+    EXPECT_EQ(check->mismatches, 2u);
+    EXPECT_EQ(check->mismatched_stripes, (std::vector<uint64_t>{0, 3}));
+    auto repair = dev->Sync(RaidSyncAction::kRepair, {});
+    ASSERT_TRUE(repair.ok());
+    EXPECT_EQ(repair->mismatches, 2u);
+    EXPECT_EQ(repair->repaired, 2u);
+    EXPECT_EQ(Mismatches(dev.get()), 0u);
+    // Parity was corrupted in stripe 0, so its data is intact; stripe 3 lost its data on m1
+    // (repair trusts data, as md does) unless m1 held parity there.
+    std::vector<char> got(16 << 10);
+    ASSERT_TRUE(ReadBytes(dev.get(), 0, got.data(), got.size()).ok());
+    EXPECT_EQ(0, std::memcmp(got.data(), data.data(), got.size()));
+  }
+}
+
+TEST(RaidFaults, ReadErrorIsReconstructedAndRewritten) {
+  for (RaidLevel level : {RaidLevel::kRaid5, RaidLevel::kRaid6, RaidLevel::kRaid1}) {
+    SCOPED_TRACE(std::string(RaidLevelName(level)));
+    Members m(4, kMemberBytes);
+    auto dev = Create(m, level, 4);
+    ASSERT_NE(dev, nullptr);
+    const std::vector<char> data = FillArray(dev.get(), 11);
+    // Member 1 returns EIO on one data chunk that a plain read visits (stripe 0's D1 on
+    // RAID 5, D0 on RAID 6; RAID 1 reads stripe 1 from mirror 1) and holds garbage there.
+    const uint64_t chunk = 16 << 10;
+    const uint64_t bad = kDataOffset + (level == RaidLevel::kRaid1 ? chunk : 0);
+    std::vector<char> junk(chunk, 0x33);
+    ASSERT_TRUE(WriteBytes(m.raw(1), bad, junk.data(), junk.size()).ok());
+    m.faults(1)->FailRange(bad, chunk, /*reads=*/true, /*writes=*/false);
+    std::vector<char> got(data.size());
+    ASSERT_TRUE(ReadBytes(dev.get(), 0, got.data(), got.size()).ok());
+    EXPECT_EQ(0, std::memcmp(got.data(), data.data(), data.size()));
+    EXPECT_GT(dev->raid_stats().read_errors_corrected, 0u);
+    EXPECT_EQ(dev->Describe().failed, 0u) << "a corrected read error does not fail the member";
+    m.faults(1)->ClearFailures();
+    EXPECT_EQ(Mismatches(dev.get()), 0u) << "the bad range must have been rewritten";
+  }
+}
+
+TEST(RaidFaults, WriteErrorFailsMemberAndArrayContinues) {
+  for (RaidLevel level : {RaidLevel::kRaid5, RaidLevel::kRaid6, RaidLevel::kRaid1}) {
+    SCOPED_TRACE(std::string(RaidLevelName(level)));
+    Members m(4, kMemberBytes);
+    auto dev = Create(m, level, 4);
+    ASSERT_NE(dev, nullptr);
+    std::vector<char> data = FillArray(dev.get(), 13);
+    const uint64_t events = dev->Describe().events;
+    m.faults(2)->FailRange(0, kMemberBytes, /*reads=*/false, /*writes=*/true);
+    std::mt19937_64 rng(5);
+    Fill(rng, data.data(), data.size());
+    ASSERT_TRUE(WriteBytes(dev.get(), 0, data.data(), data.size()).ok());
+    const RaidStatus st = dev->Describe();
+    EXPECT_EQ(st.members[2].health, MemberHealth::kFailed);
+    EXPECT_EQ(st.state, "degraded");
+    EXPECT_GT(st.events, events);
+    std::vector<char> got(data.size());
+    ASSERT_TRUE(ReadBytes(dev.get(), 0, got.data(), got.size()).ok());
+    EXPECT_EQ(0, std::memcmp(got.data(), data.data(), data.size()));
+    ASSERT_TRUE(dev->Stop().ok());
+    dev.reset();
+    // Assembled again: member 2 is stale (its superblock missed the failure).
+    RaidOptions o;
+    auto again = RaidDevice::Assemble(m.WrapFirst(4), o);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ((*again)->Describe().state, "degraded");
+    ASSERT_TRUE(ReadBytes(again->get(), 0, got.data(), got.size()).ok());
+    EXPECT_EQ(0, std::memcmp(got.data(), data.data(), data.size()));
+  }
+}
+
+TEST(RaidFaults, TwoLostOnRaid5IsDataLossNeverWrongData) {
+  Members m(4, kMemberBytes);
+  auto dev = Create(m, RaidLevel::kRaid5, 4);
+  ASSERT_NE(dev, nullptr);
+  const std::vector<char> data = FillArray(dev.get(), 17);
+  ASSERT_TRUE(dev->FailMember(0).ok());
+  const Status refused = dev->FailMember(1);
+  EXPECT_TRUE(refused.IsInvalidArgument()) << refused.ToString();
+  m.faults(1)->FailRange(0, kMemberBytes, /*reads=*/true, /*writes=*/false);
+  const uint64_t chunk = 16 << 10;
+  uint64_t lost = 0, served = 0;
+  std::vector<char> got(chunk);
+  for (uint64_t off = 0; off < data.size(); off += chunk) {
+    const Status st = ReadBytes(dev.get(), off, got.data(), chunk);
+    if (st.ok()) {
+      ++served;
+      ASSERT_EQ(0, std::memcmp(got.data(), &data[off], chunk)) << "wrong data at " << off;
+    } else {
+      ++lost;
+      EXPECT_TRUE(st.IsDataLoss()) << st.ToString();
+    }
+  }
+  EXPECT_GT(lost, 0u);
+  EXPECT_GT(served, 0u) << "chunks on the two healthy members are still readable";
+}
+
+TEST(RaidFaults, Raid6SurvivesTwoAndReportsThree) {
+  Members m(6, kMemberBytes);
+  auto dev = Create(m, RaidLevel::kRaid6, 6);
+  ASSERT_NE(dev, nullptr);
+  const std::vector<char> data = FillArray(dev.get(), 19);
+  ASSERT_TRUE(dev->FailMember(1).ok());
+  ASSERT_TRUE(dev->FailMember(4).ok());
+  std::vector<char> got(data.size());
+  ASSERT_TRUE(ReadBytes(dev.get(), 0, got.data(), got.size()).ok());
+  EXPECT_EQ(0, std::memcmp(got.data(), data.data(), data.size()));
+  m.faults(2)->FailRange(0, kMemberBytes, true, false);
+  const Status st = ReadBytes(dev.get(), 0, got.data(), got.size());
+  EXPECT_TRUE(st.IsDataLoss()) << st.ToString();
+}
+
+// Writes, a flush, more writes, then power loss with a random subset of the unflushed member
+// writes landing. After assembly the bitmap resync leaves every stripe consistent, and every
+// block holds its flushed contents or one of the later writes.
+TEST(RaidFaults, CrashThenBitmapResyncThenCheckIsClean) {
+  const uint64_t seed = TestSeed();
+  for (RaidLevel level : {RaidLevel::kRaid5, RaidLevel::kRaid6, RaidLevel::kRaid1}) {
+    SCOPED_TRACE(std::string(RaidLevelName(level)) + " FOLIO_SEED=" + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    Members m(5, kMemberBytes);
+    auto dev = Create(m, level, 5);
+    ASSERT_NE(dev, nullptr);
+    const uint64_t blocks = dev->size_bytes() / 4096;
+    std::vector<char> data = FillArray(dev.get(), seed);
+    std::vector<std::set<std::string>> allowed(blocks);
+    for (uint64_t b = 0; b < blocks; ++b) allowed[b].insert(std::string(&data[b * 4096], 4096));
+    // Unflushed writes into a few regions.
+    for (int i = 0; i < 6; ++i) {
+      const uint64_t n = 1 + rng() % 12;
+      const uint64_t first = rng() % (blocks - n);
+      std::vector<char> w(n * 4096);
+      Fill(rng, w.data(), w.size());
+      ASSERT_TRUE(WriteBytes(dev.get(), first * 4096, w.data(), w.size()).ok());
+      for (uint64_t b = 0; b < n; ++b) allowed[first + b].insert(std::string(&w[b * 4096], 4096));
+    }
+    for (uint32_t i = 0; i < 5; ++i) m.faults(i)->Crash(CrashMode::kRandomSubset, seed + i);
+    EXPECT_FALSE(dev->Stop().ok());
+    dev.reset();
+
+    RaidOptions o;
+    o.bitmap_clear_delay_ms = 0;
+    auto again = RaidDevice::Assemble(m.WrapFirst(5), o);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    RaidDevice* d = again->get();
+    const RaidStatus st = d->Describe();
+    EXPECT_FALSE(st.clean);
+    EXPECT_GT(st.resync_regions, 0u);
+    EXPECT_LT(st.resync_regions * st.bitmap_region_bytes, st.member_data_bytes)
+        << "only the dirty regions are resynced";
+    auto resync = d->Sync(RaidSyncAction::kResync, {});
+    ASSERT_TRUE(resync.ok()) << resync.status().ToString();
+    EXPECT_TRUE(resync->completed);
+    EXPECT_LT(resync->done_bytes, st.member_data_bytes);
+    EXPECT_EQ(d->Describe().resync_regions, 0u);
+    EXPECT_EQ(Mismatches(d), 0u);
+    std::vector<char> got(d->size_bytes());
+    ASSERT_TRUE(ReadBytes(d, 0, got.data(), got.size()).ok());
+    for (uint64_t b = 0; b < blocks; ++b) {
+      ASSERT_TRUE(allowed[b].count(std::string(&got[b * 4096], 4096))) << "block " << b;
+    }
+  }
+}
+
+TEST(RaidFaults, CheckAndRebuildResumeFromCheckpoint) {
+  Members m(4, kMemberBytes);
+  auto dev = Create(m, RaidLevel::kRaid5, 4);
+  ASSERT_NE(dev, nullptr);
+  const std::vector<char> data = FillArray(dev.get(), 23);
+  RaidSyncOptions part;
+  part.max_bytes = 128 << 10;
+  auto first = dev->Sync(RaidSyncAction::kCheck, part);
+  ASSERT_TRUE(first.ok());
+  EXPECT_FALSE(first->completed);
+  EXPECT_EQ(first->checkpoint_bytes, 128u << 10);
+  EXPECT_EQ(dev->Describe().sync.action, "check");
+  auto rest = dev->Sync(RaidSyncAction::kCheck, {});
+  ASSERT_TRUE(rest.ok());
+  EXPECT_TRUE(rest->completed);
+  EXPECT_EQ(rest->start_bytes, 128u << 10);
+  EXPECT_EQ(dev->Describe().sync.action, "idle");
+
+  // Rebuild half a replacement, stop the array, assemble again, finish the rebuild.
+  ASSERT_TRUE(dev->FailMember(2).ok());
+  const uint32_t fresh = m.Add(kMemberBytes);
+  ASSERT_TRUE(dev->ReplaceMember(2, m.Wrap(fresh)).ok());
+  auto half = dev->Sync(RaidSyncAction::kRebuild, part);
+  ASSERT_TRUE(half.ok()) << half.status().ToString();
+  EXPECT_FALSE(half->completed);
+  ASSERT_TRUE(dev->Stop().ok());
+  dev.reset();
+  auto again = RaidDevice::Assemble(m.WrapAll({0, 1, fresh, 3}), RaidOptions());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  const RaidStatus st = (*again)->Describe();
+  EXPECT_EQ(st.members[2].health, MemberHealth::kRebuilding);
+  EXPECT_EQ(st.rebuild_checkpoint, 128u << 10);
+  auto done = (*again)->Sync(RaidSyncAction::kRebuild, {});
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_TRUE(done->completed);
+  EXPECT_EQ(done->start_bytes, 128u << 10);
+  EXPECT_EQ((*again)->Describe().members[2].health, MemberHealth::kInSync);
+  // With the rebuilt member in and another failed, the data must come out right.
+  ASSERT_TRUE((*again)->FailMember(0).ok());
+  std::vector<char> got(data.size());
+  ASSERT_TRUE(ReadBytes(again->get(), 0, got.data(), got.size()).ok());
+  EXPECT_EQ(0, std::memcmp(got.data(), data.data(), data.size()));
+}
+
+TEST(RaidFaults, AssemblyFromDevices) {
+  Members a(3, kMemberBytes), b(3, kMemberBytes);
+  auto da = Create(a, RaidLevel::kRaid5, 3);
+  auto db = Create(b, RaidLevel::kRaid5, 3);
+  ASSERT_TRUE(da && db);
+  ASSERT_TRUE(da->Stop().ok());
+  ASSERT_TRUE(db->Stop().ok());
+  da.reset();
+  db.reset();
+  // Any order works.
+  auto ok = RaidDevice::Assemble(a.WrapAll({2, 0, 1}), RaidOptions());
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ((*ok)->Describe().state, "clean");
+  EXPECT_EQ((*ok)->SlotOf("m2"), 2);
+  ok->reset();
+  // Mixed arrays are refused with every member named.
+  std::vector<RaidMember> mixed = a.WrapAll({0, 1});
+  mixed.push_back(b.Wrap(2));
+  mixed.back().name = "other";
+  auto bad = RaidDevice::Assemble(std::move(mixed), RaidOptions());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("different arrays"), std::string_view::npos);
+  EXPECT_NE(bad.status().message().find("other"), std::string_view::npos);
+}
+
+TEST(RaidFaults, CreateRejectsBadInput) {
+  Members m(4, kMemberBytes);
+  m.Add(1 << 20);  // too small
+  auto create = [&](RaidLevel level, std::vector<uint32_t> which, uint64_t chunk, uint64_t unit) {
+    RaidCreateOptions co;
+    co.level = level;
+    co.chunk_bytes = chunk;
+    co.unit_bytes = unit;
+    return RaidDevice::Create(m.WrapAll(which), co, RaidOptions()).status();
+  };
+  Status s = create(RaidLevel::kRaid5, {0, 1}, 65536, 0);
+  EXPECT_NE(s.message().find("needs 3"), std::string_view::npos) << s.ToString();
+  s = create(RaidLevel::kRaid5, {0, 1, 2}, 3000, 0);
+  EXPECT_NE(s.message().find("power of two"), std::string_view::npos) << s.ToString();
+  s = create(RaidLevel::kRaid5, {0, 1, 2}, 16384, 65536);
+  EXPECT_NE(s.message().find("larger than the chunk"), std::string_view::npos) << s.ToString();
+  s = create(RaidLevel::kRaid5, {0, 1, 4}, 16384, 0);
+  EXPECT_NE(s.message().find("m4 is too small"), std::string_view::npos) << s.ToString();
+  EXPECT_TRUE(s.IsInvalidArgument());
+}
+
+}  // namespace
+}  // namespace folio::raid_test
