@@ -147,12 +147,15 @@ Status RaidDeviceImpl::SubmitBatches(ThreadCtx* c) {
 }
 
 void RaidDeviceImpl::Drive(ThreadCtx* c) {
+  // Deferred operations are retried once per Drive, and only after a stripe was released
+  // since the last retry (the generation moved); otherwise they wait in WaitForProgress.
+  if (!c->deferred.empty() && locks_.generation() != c->deferred_generation) {
+    c->deferred_generation = locks_.generation();
+    c->ready.insert(c->ready.end(), c->deferred.begin(), c->deferred.end());
+    c->deferred.clear();
+  }
   std::vector<Op*> work;
   while (true) {
-    if (!c->deferred.empty() && locks_.generation() != c->deferred_generation) {
-      c->ready.insert(c->ready.end(), c->deferred.begin(), c->deferred.end());
-      c->deferred.clear();
-    }
     if (c->ready.empty()) {
       (void)SubmitBatches(c);
       if (c->ready.empty()) break;  // a refused batch may have readied operations
@@ -172,8 +175,7 @@ void RaidDeviceImpl::Drive(ThreadCtx* c) {
 
 void RaidDeviceImpl::Defer(Op* op) {
   ThreadCtx* c = op->ctx;
-  const uint64_t gen = locks_.generation();
-  if (c->deferred.empty() || gen < c->deferred_generation) c->deferred_generation = gen;
+  if (c->deferred.empty()) c->deferred_generation = locks_.generation();
   c->deferred.push_back(op);
 }
 

@@ -16,7 +16,8 @@ bool StripeLockTable::TryLock(uint64_t stripe, uint32_t col_begin, uint32_t col_
   return true;
 }
 
-void StripeLockTable::Unlock(uint64_t stripe, uint32_t col_begin, uint32_t col_end) {
+void StripeLockTable::Unlock(uint64_t stripe, uint32_t col_begin, uint32_t col_end,
+                             bool notify) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = held_.find(stripe);
@@ -34,6 +35,7 @@ void StripeLockTable::Unlock(uint64_t stripe, uint32_t col_begin, uint32_t col_e
     FOLIO_CHECK_MSG(found, "unlock of a stripe range that is not locked");
     if (ranges.empty()) held_.erase(it);
     --count_;
+    if (!notify) return;
     ++generation_;
   }
   cv_.notify_all();

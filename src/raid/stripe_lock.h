@@ -23,8 +23,10 @@ class StripeLockTable {
  public:
   // Returns true and holds [col_begin, col_end) of `stripe` if no held range overlaps it.
   bool TryLock(uint64_t stripe, uint32_t col_begin, uint32_t col_end);
-  // REQUIRES: the range is held (by the caller's operation).
-  void Unlock(uint64_t stripe, uint32_t col_begin, uint32_t col_end);
+  // REQUIRES: the range is held (by the caller's operation). notify: wake waiters and bump
+  // the generation (false when the lock was held only for a moment and nothing changed, so
+  // that deferred operations do not spin on each other's failed attempts).
+  void Unlock(uint64_t stripe, uint32_t col_begin, uint32_t col_end, bool notify = true);
   // Sleeps until an Unlock after `generation` happened, or `max` passed.
   void WaitForUnlock(uint64_t generation, std::chrono::microseconds max);
   uint64_t generation() const;

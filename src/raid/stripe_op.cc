@@ -120,7 +120,7 @@ bool RaidDeviceImpl::AcquireStripe(StripeOp* op) {
   if (count > 0) {
     if (!pool_.TryAlloc(op->length(), count, op->buf_list)) {
       // No buffers now: give the stripe back so others can finish and free theirs.
-      locks_.Unlock(op->stripe, op->col_begin, op->col_end);
+      locks_.Unlock(op->stripe, op->col_begin, op->col_end, /*notify=*/false);
       op->locked = false;
       if (!op->counted_wait) {
         counters_.stripe_cache_waits.fetch_add(1, std::memory_order_relaxed);
