@@ -1,0 +1,220 @@
+#include "export/export_run.h"
+
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/units.h"
+#include "cli_util.h"
+#include "fuse/daemon.h"
+#include "fuse/export_fs.h"
+#include "fuse/log.h"
+#include "fuse/mount_point.h"
+#include "fuse/session.h"
+#include "fuse/shutdown_signals.h"
+
+namespace folio::cli {
+
+namespace {
+
+constexpr char kPrefix[] = "folio export";
+
+int ExitCodeFor(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kNotSupported:
+      return kExitUsage;
+    default:
+      return kExitRuntime;
+  }
+}
+
+// Where a start-up failure goes: stderr in the foreground, the waiting parent with --daemon.
+class Outcome {
+ public:
+  explicit Outcome(fuse::Daemon* daemon) : daemon_(daemon) {}
+
+  int Fail(const Status& s) {
+    const int code = ExitCodeFor(s);
+    const std::string msg = s.message().empty() ? s.ToString() : std::string(s.message());
+    if (daemon_ != nullptr) {
+      daemon_->ReportFailure(code, OneLine(msg));
+    } else {
+      PrintError(kPrefix, msg);
+    }
+    return code;
+  }
+
+  Status Ready(const std::string& log_path, const std::string& message) {
+    if (daemon_ != nullptr) return daemon_->ReportReady(log_path, message);
+    fuse::Log(message);
+    return Status::OK();
+  }
+
+ private:
+  fuse::Daemon* const daemon_;
+};
+
+// Everything an export holds, declared so that destruction runs top-down: the server first,
+// then the file system, the address spaces, the cache, and the volumes (devices and locks)
+// last.
+struct ExportState {
+  std::vector<OpenedVolume> volumes;
+  std::unique_ptr<PageCache> cache;
+  std::vector<std::unique_ptr<AddressSpace>> mappings;
+  std::unique_ptr<fuse::ExportFs> fs;
+  std::unique_ptr<fuse::FuseServer> server;
+};
+
+Status Interrupted(const fuse::ShutdownSignals& signals) {
+  if (signals.received() == 0) return Status::OK();
+  return Status::Again("interrupted by signal " + std::to_string(signals.received()) +
+                       " before mounting; nothing was mounted");
+}
+
+Status OpenAll(const ExportConfig& c, const fuse::ShutdownSignals& signals, ExportState* st) {
+  for (const DeviceSpec& spec : c.specs) {
+    FOLIO_ASSIGN_OR_RETURN(OpenedVolume v, OpenVolume(spec));
+    st->volumes.push_back(std::move(v));
+    FOLIO_RETURN_IF_ERROR(Interrupted(signals));
+  }
+  PageCacheOptions po;
+  po.memory_bytes = c.cache_bytes;
+  po.policy = c.policy;
+  po.prefault_in_background = true;  // mount now; the arena fills in behind
+  FOLIO_ASSIGN_OR_RETURN(st->cache, PageCache::Create(po));
+  std::vector<fuse::ExportVolume> exported;
+  for (size_t i = 0; i < st->volumes.size(); ++i) {
+    OpenedVolume& v = st->volumes[i];
+    AddressSpaceOptions ao;
+    ao.name = c.names[i];
+    FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<AddressSpace> as, st->cache->Open(v.device.get(), ao));
+    exported.push_back(fuse::ExportVolume{c.names[i], v.spec.text, as.get(), v.raid_stats});
+    st->mappings.push_back(std::move(as));
+  }
+  FOLIO_RETURN_IF_ERROR(Interrupted(signals));
+  fuse::ExportOptions eo;
+  eo.kernel_cache = c.kernel_cache;
+  eo.uid = getuid();
+  eo.gid = getgid();
+  eo.mountpoint = c.mountpoint;
+  st->fs = std::make_unique<fuse::ExportFs>(st->cache.get(), std::move(exported), eo);
+  return Status::OK();
+}
+
+std::string ServingMessage(const ExportConfig& c) {
+  std::string names;
+  for (const std::string& n : c.names) names += (names.empty() ? "" : ", ") + n;
+  return "serving " + names + " at " + c.mountpoint + " (pid " + std::to_string(getpid()) +
+         ", policy " + c.policy.ToString() + ", cache " + FormatSize(c.cache_bytes) +
+         "); stop with Ctrl-C or 'folio export --unmount " + c.mountpoint + "'";
+}
+
+// After the mount is gone: write back, stop the volumes, release everything. Returns the
+// exit code.
+int Shutdown(ExportState* st, const Status& loop) {
+  int code = kExitOk;
+  if (!loop.ok()) {
+    fuse::Log("serving loop failed: " + loop.ToString());
+    code = kExitRuntime;
+  }
+  fuse::Log("unmounted; writing back dirty data");
+  if (!st->fs->SyncAll().ok()) code = kExitRuntime;
+  st->server.reset();
+  st->fs.reset();
+  st->mappings.clear();
+  st->cache.reset();
+  for (OpenedVolume& v : st->volumes) {
+    if (!v.stop) continue;
+    Status s = v.stop();
+    if (!s.ok()) {
+      fuse::Log(v.spec.text + ": stop failed: " + s.ToString());
+      code = kExitRuntime;
+    }
+  }
+  st->volumes.clear();  // devices closed, locks released
+  fuse::Log(code == kExitOk ? "done: all data written back" : "done, with errors (see above)");
+  return code;
+}
+
+int Serve(const ExportConfig& c, fuse::Daemon* daemon) {
+  Outcome out(daemon);
+  // Before any thread exists, so every thread inherits the blocked shutdown signals.
+  Result<std::unique_ptr<fuse::ShutdownSignals>> signals = fuse::ShutdownSignals::Start();
+  if (!signals.ok()) return out.Fail(signals.status());
+  ExportState st;
+  Status s = OpenAll(c, **signals, &st);
+  if (!s.ok()) return out.Fail(s);
+
+  fuse::MountOptions mo;
+  mo.mountpoint = c.mountpoint;
+  mo.max_threads = c.threads;
+  mo.allow_other = c.allow_other;
+  mo.debug = c.debug;
+  Result<std::unique_ptr<fuse::FuseServer>> server = fuse::FuseServer::Mount(st.fs.get(), mo);
+  if (!server.ok()) return out.Fail(server.status());
+  st.server = std::move(server.value());
+  st.fs->SetRequestStats(&st.server->stats());
+
+  fuse::FuseServer* srv = st.server.get();
+  (*signals)->SetHandler([srv](int signo) {
+    fuse::Log("signal " + std::to_string(signo) + ": unmounting");
+    srv->RequestUnmount();
+  });
+  s = out.Ready(c.log_path, ServingMessage(c));
+  if (!s.ok()) {
+    // Only a daemon whose log cannot be opened gets here; its parent already has the verdict
+    // path closed, so say it on the old stderr and shut down cleanly.
+    fuse::Log(s.ToString());
+    srv->RequestUnmount();
+  }
+  Status loop = st.server->Run();
+  (*signals)->SetHandler(
+      [](int signo) { fuse::Log("signal " + std::to_string(signo) + ": already shutting down"); });
+  return Shutdown(&st, loop);
+}
+
+}  // namespace
+
+int RunExport(const ExportConfig& config) {
+  fuse::SetLogPrefix(kPrefix);
+  if (!config.daemon) return Serve(config, nullptr);
+  Result<fuse::Daemon> daemon = fuse::Daemon::Fork();
+  if (!daemon.ok()) return ExitWithStatus(kPrefix, daemon.status());
+  if (daemon->side() == fuse::Daemon::Side::kParent) {
+    fuse::DaemonVerdict v = daemon->WaitForVerdict();
+    if (!v.message.empty()) PrintError(kPrefix, v.message);
+    return v.exit_code;
+  }
+  return Serve(config, &daemon.value());
+}
+
+int RunUnmount(const UnmountConfig& c) {
+  fuse::SetLogPrefix(kPrefix);
+  const std::string flag = "--unmount " + c.mountpoint;
+  Result<fuse::MountEntry> m = fuse::FindFuseMount(c.mountpoint);
+  if (!m.ok()) {
+    return UsageError(kPrefix, flag + ": not a FUSE mount point; nothing to unmount");
+  }
+  Status s = fuse::UnmountPath(c.mountpoint,
+                               c.lazy ? fuse::UnmountMode::kLazy : fuse::UnmountMode::kNormal);
+  if (!s.ok()) return ExitWithStatus(kPrefix, s);
+  const pid_t pid = m->pid;
+  if (pid <= 0 || pid == getpid()) return kExitOk;
+  if (c.lazy) {
+    PrintError(kPrefix, c.mountpoint + ": detached; process " + std::to_string(pid) +
+                            " writes back and exits when the last user closes its files");
+    return kExitOk;
+  }
+  Status w = fuse::WaitForExit(pid, c.timeout_ms);
+  if (!w.ok()) {
+    return RuntimeError(kPrefix, c.mountpoint + ": unmounted, but " + std::string(w.message()) +
+                                     " (still writing back?); wait for it or check its log");
+  }
+  return kExitOk;
+}
+
+}  // namespace folio::cli
