@@ -36,7 +36,8 @@ RaidStatus RaidDeviceImpl::Describe() const {
         rebuilding = true;
         break;
       case SlotHealth::kFailed:
-        m.health = meta_->device(s) == nullptr ? MemberHealth::kMissing : MemberHealth::kFailed;
+        // A slot whose (stale) member was named still shows that member as failed.
+        m.health = m.name.empty() ? MemberHealth::kMissing : MemberHealth::kFailed;
         break;
     }
     st.members.push_back(m);

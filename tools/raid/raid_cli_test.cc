@@ -1,0 +1,216 @@
+// The `folio raid` and `folio copy` commands run in-process, as RunCli would run them: files
+// in a temp directory, JSON output parsed, exit codes and one-line errors checked.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_util.h"
+#include "raid/raid_cmd.h"
+
+namespace folio::cli {
+namespace {
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+  nlohmann::json json() const { return nlohmann::json::parse(out); }
+};
+
+// Parses and runs one command line the way RunCli does.
+Outcome RunCommand(std::vector<std::string> args) {
+  CLI::App root("test", "folio");
+  root.require_subcommand(0, 1);
+  std::vector<Command> commands = {RegisterRaidCommands(root), RegisterCopyCommand(root)};
+  std::vector<const char*> argv = {"folio"};
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  Outcome o;
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  try {
+    root.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
+    for (const Command& c : commands) {
+      if (c.app->parsed()) o.code = c.run();
+    }
+  } catch (const CLI::ParseError& e) {
+    o.code = UsageError("folio", e.what());
+  }
+  o.out = testing::internal::GetCapturedStdout();
+  o.err = testing::internal::GetCapturedStderr();
+  return o;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/folio-raid-cli-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+void WriteRandomFile(const std::string& path, size_t bytes, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string data(bytes, 0);
+  for (char& c : data) c = static_cast<char>(rng());
+  std::ofstream(path, std::ios::binary) << data;
+}
+
+void PatchFile(const std::string& path, size_t offset, const std::string& bytes) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f << bytes;
+}
+
+bool OneLine(const std::string& err) {
+  return !err.empty() && err.find('\n') == err.size() - 1;
+}
+
+TEST(RaidCli, CreateCopyCheckFailReplace) {
+  TempDir d;
+  const std::string a = d.File("a"), b = d.File("b"), c = d.File("c"), e = d.File("e");
+  Outcome o = RunCommand({"raid", "create", "--level", "5", "--chunk", "64K", "--unit", "16K",
+                   "--size", "4M", "--assume-clean", "--json", a, b, c});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.json()["status"]["state"], "clean");
+  EXPECT_EQ(o.json()["status"]["unit"], "16K");
+  const uint64_t array_bytes = o.json()["status"]["array_bytes"];
+  EXPECT_EQ(array_bytes, 2u * (3u << 20));
+
+  const std::string in = d.File("in"), out = d.File("out");
+  WriteRandomFile(in, array_bytes, 42);
+  const std::string spec = "raid:" + a + "," + b + "," + c;
+  o = RunCommand({"copy", in, spec});
+  ASSERT_EQ(o.code, 0) << o.err;
+  o = RunCommand({"copy", spec, "file:" + out});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(ReadFile(out), ReadFile(in));
+
+  o = RunCommand({"raid", "check", "--json", a, b, c});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.json()["mismatches"], 0);
+  // Bytes flipped on a member: check finds them (and still exits 0), repair fixes them.
+  PatchFile(b, (1 << 20) + 100, "garbage");
+  o = RunCommand({"raid", "check", "--json", a, b, c});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.json()["mismatches"], 1);
+  o = RunCommand({"raid", "repair", "--json", a, b, c});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.json()["repaired"], 1);
+  o = RunCommand({"raid", "check", "--json", a, b, c});
+  EXPECT_EQ(o.json()["mismatches"], 0);
+  // Restore the data the repair could not know (stripe 0's D1 was flipped).
+  o = RunCommand({"copy", in, spec});
+  ASSERT_EQ(o.code, 0) << o.err;
+
+  o = RunCommand({"raid", "fail", "--member", b, a, b, c});
+  ASSERT_EQ(o.code, 0) << o.err;
+  o = RunCommand({"raid", "status", "--json", a, b, c});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.json()["state"], "degraded");
+  EXPECT_EQ(o.json()["members"][1]["health"], "failed");
+  o = RunCommand({"copy", spec, out});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(ReadFile(out), ReadFile(in)) << "degraded reads";
+
+  o = RunCommand({"raid", "replace", "--old", b, "--new", e, "--wait", "--json", a, b, c});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.json()["rebuild"]["completed"], true);
+  EXPECT_EQ(o.json()["status"]["members"][1]["name"], e);
+  o = RunCommand({"raid", "status", "--json", a, e, c});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.json()["state"], "clean");
+  o = RunCommand({"raid", "fail", "--member", a, a, e, c});
+  ASSERT_EQ(o.code, 0) << o.err;
+  o = RunCommand({"copy", "raid:" + a + "," + e + "," + c, out});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(ReadFile(out), ReadFile(in)) << "the rebuilt member carries the data";
+  o = RunCommand({"raid", "status", a, e, c});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("degraded"), std::string::npos) << o.out;
+}
+
+TEST(RaidCli, BadInputIsOneLineAndExit2) {
+  TempDir d;
+  const std::string a = d.File("a"), b = d.File("b"), c = d.File("c");
+  const std::string x = d.File("x"), y = d.File("y"), z = d.File("z");
+  ASSERT_EQ(RunCommand({"raid", "create", "--size", "4M", "--assume-clean", a, b, c}).code, 0);
+  ASSERT_EQ(RunCommand({"raid", "create", "--size", "4M", "--assume-clean", x, y, z}).code, 0);
+  struct Case {
+    std::vector<std::string> args;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {{"raid", "status", a, b, z}, "different arrays"},
+      {{"raid", "create", "--size", "1M", d.File("s1"), d.File("s2"), d.File("s3")},
+       "too small"},
+      {{"raid", "create", "--chunk", "3000", "--size", "4M", d.File("p1"), d.File("p2"),
+        d.File("p3")},
+       "power of two"},
+      {{"raid", "create", "--chunk", "64K", "--unit", "128K", "--size", "4M", d.File("q1"),
+        d.File("q2"), d.File("q3")},
+       "larger than the chunk"},
+      {{"raid", "create", "--level", "6", "--size", "4M", d.File("r1"), d.File("r2"),
+        d.File("r3")},
+       "needs 4"},
+      {{"raid", "status", d.File("missing"), a}, "no such file"},
+      {{"raid", "check", "--sync-window", "1K", a, b, c}, "--sync-window"},
+      {{"raid", "create", "--level", "4", "--size", "4M", a}, "--level"},
+      {{"copy", "mem:3000", d.File("o")}, "mem:"},
+  };
+  for (const Case& k : cases) {
+    const Outcome o = RunCommand(k.args);
+    EXPECT_EQ(o.code, 2) << k.needle << ": " << o.err;
+    EXPECT_TRUE(OneLine(o.err)) << o.err;
+    EXPECT_NE(o.err.find(k.needle), std::string::npos) << o.err;
+  }
+}
+
+TEST(RaidCli, ResyncBenchJson) {
+  TempDir d;
+  const Outcome o = RunCommand({"raid", "resync-bench", "--members", "3", "--size", "4M", "--units",
+                         "4K,dynamic", "--dir", d.File(""), "--json"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  const nlohmann::json j = o.json();
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["unit"], "4K");
+  EXPECT_EQ(j["results"][1]["unit"], "dynamic");
+  for (const auto& r : j["results"]) {
+    EXPECT_GT(r["mb_per_s"].get<double>(), 0);
+    EXPECT_GE(r["cpu_s_per_gib"].get<double>(), 0);
+    EXPECT_GT(r["stripes_rewritten"].get<uint64_t>(), 0u) << "random members: parity rewritten";
+    ASSERT_EQ(r["members"].size(), 3u);
+    EXPECT_GT(r["members"][0]["reads_completed"].get<uint64_t>(), 0u);
+  }
+  // Bigger units mean fewer, larger member requests.
+  EXPECT_LT(j["results"][1]["members"][0]["reads_completed"].get<uint64_t>(),
+            j["results"][0]["members"][0]["reads_completed"].get<uint64_t>());
+  EXPECT_GT(j["full_stripe_write_mb_per_s"].get<double>(), 0);
+  EXPECT_GT(j["degraded_read_mb_per_s"].get<double>(), 0);
+}
+
+}  // namespace
+}  // namespace folio::cli

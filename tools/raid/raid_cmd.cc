@@ -1,0 +1,369 @@
+#include "raid/raid_cmd.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/progress.h"
+#include "base/units.h"
+#include "cli_util.h"
+#include "raid/device_open.h"
+#include "raid/raid_report.h"
+
+namespace folio::cli {
+namespace {
+
+struct RaidArgs {
+  std::vector<std::string> members;
+  bool json = false;
+  bool wait = false;
+  // create
+  std::string level = "5";
+  std::string layout = "left-symmetric";
+  std::string chunk = "64K";
+  std::string unit = "dynamic";
+  std::string size;
+  std::string bitmap_region;
+  bool assume_clean = false;
+  // sync
+  std::string window = "md";
+  uint64_t speed_min_kib = 1000;
+  uint64_t speed_max_kib = 0;
+  std::string for_duration;
+  std::string unit_override;
+  // fail / replace
+  std::string member;
+  std::string old_member;
+  int slot = -1;
+  std::string new_member;
+  // io
+  bool buffered = false;
+  std::string engine = "auto";
+};
+
+Result<uint64_t> ParseUnit(const std::string& text, const std::string& flag) {
+  if (text == "dynamic") return uint64_t{0};
+  FOLIO_ASSIGN_OR_RETURN(uint64_t u, ParseSize(text, flag));
+  if (!IsPowerOfTwo(u) || u < 4096) {
+    return Status::InvalidArgument(flag + " " + text +
+                                   ": must be dynamic or a power of two of at least 4K (e.g. 16K)");
+  }
+  return u;
+}
+
+Result<OpenDeviceOptions> IoOptions(const RaidArgs& a) {
+  OpenDeviceOptions o;
+  o.direct = !a.buffered;
+  if (a.engine == "auto") {
+    o.engine = FileEngine::kAuto;
+  } else if (a.engine == "uring") {
+    o.engine = FileEngine::kUring;
+  } else if (a.engine == "sync") {
+    o.engine = FileEngine::kSync;
+  } else {
+    return Status::InvalidArgument("--engine " + a.engine + ": must be auto, uring or sync");
+  }
+  if (!a.unit_override.empty()) {
+    FOLIO_ASSIGN_OR_RETURN(uint64_t u, ParseUnit(a.unit_override, "--unit"));
+    o.raid.unit_bytes = u;
+  }
+  return o;
+}
+
+// An assembled array and the member locks it needs.
+struct Assembled {
+  std::vector<DeviceLock> locks;
+  std::unique_ptr<RaidDevice> raid;
+};
+
+Result<Assembled> AssembleMembers(const RaidArgs& a) {
+  FOLIO_ASSIGN_OR_RETURN(OpenDeviceOptions o, IoOptions(a));
+  Assembled out;
+  FOLIO_ASSIGN_OR_RETURN(std::vector<RaidMember> members, OpenMembers(a.members, o, 0,
+                                                                      &out.locks));
+  FOLIO_ASSIGN_OR_RETURN(out.raid, RaidDevice::Assemble(std::move(members), o.raid));
+  return out;
+}
+
+Result<RaidSyncOptions> SyncOptions(const RaidArgs& a) {
+  RaidSyncOptions o;
+  if (a.window != "md") {
+    FOLIO_ASSIGN_OR_RETURN(o.window_bytes, ParseSize(a.window, "--sync-window"));
+    if (o.window_bytes < 4096) {
+      return Status::InvalidArgument("--sync-window " + a.window +
+                                     ": must be md or a size of at least 4K");
+    }
+  }
+  o.speed_limit_min_kib = a.speed_min_kib;
+  o.speed_limit_max_kib = a.speed_max_kib;
+  if (!a.for_duration.empty()) {
+    FOLIO_ASSIGN_OR_RETURN(uint64_t us, ParseDurationUs(a.for_duration, "--for"));
+    o.max_seconds = static_cast<double>(us) / 1e6;
+  }
+  return o;
+}
+
+int Print(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return std::fflush(stdout) == 0 ? kExitOk : RuntimeError("folio raid", "stdout: write failed");
+}
+
+// Runs a sync action with a progress line on a terminal (off with --json).
+Result<RaidSyncReport> RunSyncWithProgress(RaidDevice* raid, RaidSyncAction action,
+                                           RaidSyncOptions options, bool json) {
+  ProgressOptions po;
+  po.mode = json ? ProgressMode::kOff : ProgressMode::kAuto;
+  po.unit = ProgressUnit::kBytes;
+  ProgressReporter progress(std::string(RaidSyncActionName(action)),
+                            raid->Describe().member_data_bytes, po);
+  options.progress = [&](const RaidSyncProgress& p) {
+    progress.SetDetail(p.mismatches ? std::to_string(p.mismatches) + " mismatches" : "");
+    progress.Update(p.position_bytes);
+  };
+  auto report = raid->Sync(action, options);
+  progress.Finish();
+  return report;
+}
+
+int RunCreate(const RaidArgs& a) {
+  const std::string prefix = "folio raid create";
+  RaidCreateOptions co;
+  auto level = ParseRaidLevel(a.level);
+  if (!level.ok()) return ExitWithStatus(prefix, level.status());
+  co.level = *level;
+  auto layout = ParseRaidLayout(a.layout);
+  if (!layout.ok()) return ExitWithStatus(prefix, layout.status());
+  co.layout = *layout;
+  auto chunk = ParseSize(a.chunk, "--chunk");
+  if (!chunk.ok()) return ExitWithStatus(prefix, chunk.status());
+  co.chunk_bytes = *chunk;
+  auto unit = ParseUnit(a.unit, "--unit");
+  if (!unit.ok()) return ExitWithStatus(prefix, unit.status());
+  co.unit_bytes = *unit;
+  co.assume_clean = a.assume_clean;
+  uint64_t size = 0;
+  if (!a.size.empty()) {
+    auto s = ParseSize(a.size, "--size");
+    if (!s.ok()) return ExitWithStatus(prefix, s.status());
+    if (*s % 4096 != 0) {
+      return UsageError(prefix, "--size " + a.size + ": must be a multiple of 4K");
+    }
+    size = *s;
+  }
+  if (!a.bitmap_region.empty()) {
+    auto r = ParseSize(a.bitmap_region, "--bitmap-region");
+    if (!r.ok()) return ExitWithStatus(prefix, r.status());
+    co.bitmap_region_bytes = *r;
+  }
+  auto io = IoOptions(a);
+  if (!io.ok()) return ExitWithStatus(prefix, io.status());
+  std::vector<DeviceLock> locks;
+  auto members = OpenMembers(a.members, *io, size, &locks);
+  if (!members.ok()) return ExitWithStatus(prefix, members.status());
+  auto raid = RaidDevice::Create(std::move(*members), co, io->raid);
+  if (!raid.ok()) return ExitWithStatus(prefix, raid.status());
+  std::string out;
+  Json j;
+  if (a.wait && !a.assume_clean && co.level != RaidLevel::kRaid0) {
+    auto report = RunSyncWithProgress(raid->get(), RaidSyncAction::kResync, {}, a.json);
+    if (!report.ok()) return ExitWithStatus(prefix, report.status());
+    out += SyncReportText(*report, (*raid)->Describe().member_count);
+    j["resync"] = SyncReportJson(*report);
+  }
+  const RaidStatus st = (*raid)->Describe();
+  Status stop = (*raid)->Stop();
+  if (!stop.ok()) return ExitWithStatus(prefix, stop);
+  if (a.json) {
+    j["status"] = StatusJson(st);
+    return Print(j.dump(2) + "\n");
+  }
+  out = StatusText(st) + out;
+  if (st.resync_regions > 0) {
+    out += "initial resync pending: run 'folio raid resync";
+    for (const std::string& m : a.members) out += " " + m;
+    out += "' (or create with --wait, or --assume-clean for zeroed members)\n";
+  }
+  return Print(out);
+}
+
+int RunStatus(const RaidArgs& a) {
+  auto arr = AssembleMembers(a);
+  if (!arr.ok()) return ExitWithStatus("folio raid status", arr.status());
+  const RaidStatus st = arr->raid->Describe();
+  return Print(a.json ? StatusJson(st).dump(2) + "\n" : StatusText(st));
+}
+
+int RunSync(const RaidArgs& a, RaidSyncAction action) {
+  const std::string prefix = "folio raid " + std::string(RaidSyncActionName(action));
+  auto options = SyncOptions(a);
+  if (!options.ok()) return ExitWithStatus(prefix, options.status());
+  auto arr = AssembleMembers(a);
+  if (!arr.ok()) return ExitWithStatus(prefix, arr.status());
+  auto report = RunSyncWithProgress(arr->raid.get(), action, *options, a.json);
+  if (!report.ok()) return ExitWithStatus(prefix, report.status());
+  const RaidStatus st = arr->raid->Describe();
+  Status stop = arr->raid->Stop();
+  if (!stop.ok()) return ExitWithStatus(prefix, stop);
+  if (a.json) {
+    Json j = SyncReportJson(*report);
+    j["status"] = StatusJson(st);
+    return Print(j.dump(2) + "\n");
+  }
+  return Print(SyncReportText(*report, st.member_count) + StatusText(st));
+}
+
+int RunFail(const RaidArgs& a) {
+  const std::string prefix = "folio raid fail";
+  auto arr = AssembleMembers(a);
+  if (!arr.ok()) return ExitWithStatus(prefix, arr.status());
+  const int slot = arr->raid->SlotOf(a.member);
+  if (slot < 0) {
+    return UsageError(prefix, "--member " + a.member + ": not an active member of this array "
+                              "(see folio raid status)");
+  }
+  Status st = arr->raid->FailMember(static_cast<uint32_t>(slot));
+  if (!st.ok()) return ExitWithStatus(prefix, st);
+  const RaidStatus status = arr->raid->Describe();
+  return Print(a.json ? StatusJson(status).dump(2) + "\n" : StatusText(status));
+}
+
+int RunReplace(const RaidArgs& a) {
+  const std::string prefix = "folio raid replace";
+  if (a.new_member.empty()) return UsageError(prefix, "--new PATH is required");
+  if ((a.old_member.empty()) == (a.slot < 0)) {
+    return UsageError(prefix, "give the member to replace: --old PATH or --slot N");
+  }
+  auto io = IoOptions(a);
+  if (!io.ok()) return ExitWithStatus(prefix, io.status());
+  auto arr = AssembleMembers(a);
+  if (!arr.ok()) return ExitWithStatus(prefix, arr.status());
+  RaidDevice* raid = arr->raid.get();
+  int slot = a.slot;
+  if (!a.old_member.empty()) {
+    slot = raid->SlotOf(a.old_member);
+    if (slot < 0) {
+      return UsageError(prefix, "--old " + a.old_member + ": not a member of this array (no "
+                                "readable superblock); use --slot N (see folio raid status)");
+    }
+  }
+  RaidStatus st = raid->Describe();
+  if (static_cast<uint32_t>(slot) >= st.member_count) {
+    return UsageError(prefix, "--slot " + std::to_string(slot) + ": the array has " +
+                                  std::to_string(st.member_count) + " slots");
+  }
+  if (st.members[slot].health == MemberHealth::kInSync ||
+      st.members[slot].health == MemberHealth::kRebuilding) {
+    Status f = raid->FailMember(static_cast<uint32_t>(slot));
+    if (!f.ok()) return ExitWithStatus(prefix, f);
+  }
+  auto fresh = OpenMembers({a.new_member}, *io, st.data_offset_bytes + st.member_data_bytes,
+                           &arr->locks);
+  if (!fresh.ok()) return ExitWithStatus(prefix, fresh.status());
+  Status r = raid->ReplaceMember(static_cast<uint32_t>(slot), std::move((*fresh)[0]));
+  if (!r.ok()) return ExitWithStatus(prefix, r);
+  std::string out;
+  Json j;
+  if (a.wait) {
+    auto report = RunSyncWithProgress(raid, RaidSyncAction::kRebuild, {}, a.json);
+    if (!report.ok()) return ExitWithStatus(prefix, report.status());
+    out += SyncReportText(*report, st.member_count);
+    j["rebuild"] = SyncReportJson(*report);
+  }
+  st = raid->Describe();
+  Status stop = raid->Stop();
+  if (!stop.ok()) return ExitWithStatus(prefix, stop);
+  if (a.json) {
+    j["status"] = StatusJson(st);
+    return Print(j.dump(2) + "\n");
+  }
+  out += StatusText(st);
+  if (!a.wait) out += "rebuild pending: run 'folio raid rebuild' with the new member list\n";
+  return Print(out);
+}
+
+void AddIoOptions(CLI::App* sub, RaidArgs* a) {
+  sub->add_flag("--buffered", a->buffered, "Open members without O_DIRECT");
+  sub->add_option("--engine", a->engine, "auto, uring or sync")->default_str("auto");
+}
+
+void AddSyncOptions(CLI::App* sub, RaidArgs* a) {
+  sub->add_option("--sync-window", a->window,
+                  "Sync bytes in flight per member: md (32 units, md's rule) or a size")
+      ->default_str("md");
+  sub->add_option("--speed-min", a->speed_min_kib,
+                  "KiB/s per member guaranteed while other I/O runs (md's speed_limit_min)")
+      ->default_str("1000");
+  sub->add_option("--speed-max", a->speed_max_kib,
+                  "KiB/s per member ceiling, 0 = none (md's speed_limit_max)")
+      ->default_str("0");
+  sub->add_option("--for", a->for_duration, "Stop at a checkpoint after this long (resumable)");
+  sub->add_option("--unit", a->unit_override, "Stripe unit for this run: 4K..chunk or dynamic");
+}
+
+CLI::App* AddMembers(CLI::App* sub, RaidArgs* a) {
+  sub->add_option("members", a->members, "Member paths")->required();
+  sub->add_flag("--json", a->json, "Print JSON");
+  AddIoOptions(sub, a);
+  return sub;
+}
+
+}  // namespace
+
+Command RegisterRaidCommands(CLI::App& root) {
+  auto a = std::make_shared<RaidArgs>();
+  CLI::App* raid = root.add_subcommand("raid", "RAID 0/1/5/6 volumes over files or devices");
+  raid->require_subcommand(1);
+
+  CLI::App* create = AddMembers(raid->add_subcommand("create", "Create an array"), a.get());
+  create->add_option("--level", a->level, "0, 1, 5 or 6")->default_str("5");
+  create->add_option("--layout", a->layout, "RAID 5/6 parity layout")
+      ->default_str("left-symmetric");
+  create->add_option("--chunk", a->chunk, "Chunk size, 4K..4M")->default_str("64K");
+  create->add_option("--unit", a->unit, "Stripe unit: 4K..chunk or dynamic")
+      ->default_str("dynamic");
+  create->add_option("--size", a->size, "Size of member files to create");
+  create->add_option("--bitmap-region", a->bitmap_region, "Bytes per write-intent bit");
+  create->add_flag("--assume-clean", a->assume_clean, "Skip the initial resync");
+  create->add_flag("--wait", a->wait, "Run the initial resync now, with a progress bar");
+
+  CLI::App* status = AddMembers(raid->add_subcommand("status", "Show an array's state"), a.get());
+  CLI::App* check = AddMembers(raid->add_subcommand("check", "Scrub: count parity mismatches"),
+                               a.get());
+  CLI::App* repair = AddMembers(raid->add_subcommand("repair", "Rewrite mismatching parity"),
+                                a.get());
+  CLI::App* resync = AddMembers(raid->add_subcommand("resync", "Resync the dirty regions"),
+                                a.get());
+  CLI::App* rebuild = AddMembers(raid->add_subcommand("rebuild", "Rebuild replaced members"),
+                                 a.get());
+  for (CLI::App* s : {check, repair, resync, rebuild}) {
+    AddSyncOptions(s, a.get());
+    s->add_flag("--wait", a->wait, "Wait with a progress bar (the default on a terminal)");
+  }
+  CLI::App* fail = AddMembers(raid->add_subcommand("fail", "Mark a member failed"), a.get());
+  fail->add_option("--member", a->member, "The member to fail")->required();
+  CLI::App* replace = AddMembers(raid->add_subcommand("replace", "Replace a member"), a.get());
+  replace->add_option("--old", a->old_member, "The member to replace");
+  replace->add_option("--slot", a->slot, "The slot to replace (when the old member is gone)");
+  replace->add_option("--new", a->new_member, "The new member (created if missing)")->required();
+  replace->add_flag("--wait", a->wait, "Rebuild now, with a progress bar");
+  Command bench = AddResyncBenchCommand(*raid);
+
+  auto run = [a, create, status, check, repair, resync, rebuild, fail, replace, bench]() {
+    if (create->parsed()) return RunCreate(*a);
+    if (status->parsed()) return RunStatus(*a);
+    if (check->parsed()) return RunSync(*a, RaidSyncAction::kCheck);
+    if (repair->parsed()) return RunSync(*a, RaidSyncAction::kRepair);
+    if (resync->parsed()) return RunSync(*a, RaidSyncAction::kResync);
+    if (rebuild->parsed()) return RunSync(*a, RaidSyncAction::kRebuild);
+    if (fail->parsed()) return RunFail(*a);
+    if (replace->parsed()) return RunReplace(*a);
+    if (bench.app->parsed()) return bench.run();
+    return UsageError("folio raid", "no raid command given; run 'folio raid --help'");
+  };
+  return Command{raid, run};
+}
+
+}  // namespace folio::cli
