@@ -108,6 +108,14 @@ void AddressSpaceImpl::RemoveFrozenLocked(Folio* f) {
   CacheCounters::Sub(cache_->counters().resident[f->order]);
 }
 
+bool AddressSpaceImpl::IndexHolds(const Folio* f) const {
+  const uint64_t first = f->index.load(std::memory_order_relaxed);
+  for (uint64_t i = first; i < first + f->nr_pages(); ++i) {
+    if (index_.Load(i) == f) return true;
+  }
+  return false;
+}
+
 void AddressSpaceImpl::RemoveStale(uint64_t index) {
   Folio* f = LockFolioAt(index);
   if (f == nullptr) return;
@@ -159,16 +167,17 @@ void AddressSpaceImpl::DropRange(uint64_t first, uint64_t last, DropMode mode) {
 
 Status AddressSpaceImpl::InsertNew(std::vector<Planned>* plan, AllocMode mode, uint64_t mark,
                                    std::vector<PageRange>* zero, std::vector<Folio*>* out) {
-  // Allocate outside every lock: reclaim may need to take this address space's mutex.
+  // Allocate outside every lock: reclaim may need to take this address space's mutex. Only
+  // the first piece may wait for memory: the later ones must not wait for what the earlier
+  // ones hold, so they stop the plan instead (the caller loops over what is still missing).
   size_t allocated = 0;
   for (Planned& p : *plan) {
-    AllocMode m = p.required ? mode : (mode == AllocMode::kNoReclaim ? mode : AllocMode::kCleanOnly);
+    AllocMode m = allocated == 0 ? mode
+                  : mode == AllocMode::kNoReclaim ? mode
+                                                  : AllocMode::kCleanOnly;
     Result<Folio*> r = cache_->AllocFolio(p.order, 0, m);
     if (!r.ok()) {
-      if (p.required) {
-        for (size_t i = 0; i < allocated; ++i) cache_->PutFolio((*plan)[i].folio);
-        return r.status().WithContext(name_);
-      }
+      if (allocated == 0) return r.status().WithContext(name_);
       break;
     }
     p.folio = *r;

@@ -80,6 +80,8 @@ class AddressSpaceImpl final : public AddressSpace {
   // large folios were built.
   size_t CollapseRange(uint64_t first, uint64_t last);
   bool HasWritebackWork();
+  // Debug: whether any slot of f's range still points at f.
+  bool IndexHolds(const Folio* f) const;
   uint64_t device_pages() const { return device_pages_; }
   void Pin() { pins_.fetch_add(1, std::memory_order_acq_rel); }
   void Unpin() { pins_.fetch_sub(1, std::memory_order_acq_rel); }
@@ -108,8 +110,8 @@ class AddressSpaceImpl final : public AddressSpace {
   // Allocates a folio for each planned piece (with fallback) and inserts those whose range is
   // still free, locked and not up to date, with `flags`, kFolioReadahead on the one holding
   // `mark`, and a reference for the caller. Appends them (ascending) to *out and the zero
-  // ranges overlapping them to *zero. A required piece that cannot be allocated fails the call
-  // (nothing inserted); read-ahead pieces after a failure are dropped.
+  // ranges overlapping them to *zero. Fails only when the first piece cannot be allocated;
+  // the pieces after a failed one are dropped (callers loop over what is still missing).
   Status InsertNew(std::vector<Planned>* plan, AllocMode mode, uint64_t mark,
                    std::vector<PageRange>* zero, std::vector<Folio*>* out);
   uint64_t SizePages() const;
@@ -144,7 +146,7 @@ class AddressSpaceImpl final : public AddressSpace {
                       uint64_t old_size, const std::vector<PageRange>& zero);
   void MarkDirtyLocked(Folio* f);
   // Makes [from, to) read as zeros (partial first page in the cache, whole pages as zero
-  // ranges). REQUIRES: the size lock held exclusively.
+  // ranges). REQUIRES: the size lock held exclusively; [from, to) at or past the size.
   Status ZeroRange(uint64_t from, uint64_t to, uint64_t fill_size);
   void ExtendSize(uint64_t end);
 
@@ -153,6 +155,10 @@ class AddressSpaceImpl final : public AddressSpace {
   // Tries to add the dirty folio at index to the batch. Returns the next index to look at.
   uint64_t CollectDirty(uint64_t index, WritebackBatch* batch);
   Status MaterializeZeros();
+  // True when [first, last) overlaps a zero range this pass has not written: a folio there
+  // must wait for a later pass, whose zeros go first.
+  bool OverlapsPendingZeros(uint64_t first, uint64_t last);
+  void AddZeroRange(uint64_t first, uint64_t last);  // REQUIRES: mu_
   void RecordWritebackError(const Status& s);
   Status TakeWritebackError();
 
@@ -181,6 +187,7 @@ class AddressSpaceImpl final : public AddressSpace {
   std::mutex mu_;                // rank 3
   ReadaheadState ra_;            // GUARDED_BY(mu_)
   PageRangeSet zero_;            // GUARDED_BY(mu_): zero ranges not yet written
+  std::atomic<bool> zero_pending_{false};  // == !zero_.empty(), readable without mu_
   PageRangeSet zero_inflight_;   // GUARDED_BY(mu_): zero ranges being written by a pass
 
   std::mutex err_mu_;            // leaf

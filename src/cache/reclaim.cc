@@ -78,6 +78,11 @@ Result<Folio*> PageCacheImpl::AllocFolio(int order, int min_order, AllocMode mod
 
 void PageCacheImpl::FreeFolio(Folio* f) {
   FOLIO_DCHECK(!f->TestFlag(kFolioLru));
+#ifndef NDEBUG
+  if (auto* as = static_cast<AddressSpaceImpl*>(f->owner.load(std::memory_order_acquire))) {
+    FOLIO_CHECK_MSG(!as->IndexHolds(f), "page cache: freeing a folio still in the index");
+  }
+#endif
   f->owner.store(nullptr, std::memory_order_release);
   ClearFlagsAndWake(f, ~0u);
   arena_->Free(f);

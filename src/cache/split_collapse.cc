@@ -135,18 +135,21 @@ bool AddressSpaceImpl::CollapseBlock(uint64_t start, int order) {
     nf->owner.store(this, std::memory_order_relaxed);
     nf->index.store(start, std::memory_order_relaxed);
     index_.Store(start, order, nf);
+    // Still under mu_: once we let go, nf (holding only the index's reference) may be split,
+    // dropped and reused by someone else at any time.
+    Folio* one[1] = {nf};
+    cache_->LruAdd(one);
+    CacheCounters& c = cache_->counters();
+    CacheCounters::Add(c.resident[order]);
+    CacheCounters::Add(c.allocs[order]);
+    CacheCounters::Add(c.collapses[order]);
   }
-  CacheCounters& c = cache_->counters();
+  // The parts are frozen and out of the index: they are ours alone.
   for (Folio* f : parts) {
-    CacheCounters::Sub(c.resident[f->order]);
+    CacheCounters::Sub(cache_->counters().resident[f->order]);
     cache_->LruRemove(f);
     cache_->FreeFolio(f);
   }
-  CacheCounters::Add(c.resident[order]);
-  CacheCounters::Add(c.allocs[order]);
-  CacheCounters::Add(c.collapses[order]);
-  Folio* one[1] = {nf};
-  cache_->LruAdd(one);
   return true;
 }
 

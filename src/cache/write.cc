@@ -117,9 +117,9 @@ Result<uint64_t> AddressSpaceImpl::WriteNew(uint64_t pos, const char* src, uint6
   const uint64_t end = pos + len;
   const uint64_t first = pos >> kPageShift;
   const uint64_t end_page = (end + kPageBytes - 1) >> kPageShift;
-  // Bound what one run pins: folios stay locked until the run is copied.
-  const uint64_t run_max_pages =
-      std::max<uint64_t>(OrderPages(max_order), (cache_->memory_bytes() / 16) >> kPageShift);
+  // Bound what one run pins (its folios stay locked until copied): 1/16 of the cache, which
+  // also caps a dynamic write folio's size in a small cache.
+  const uint64_t run_max_pages = std::max<uint64_t>(1, (cache_->memory_bytes() / 16) >> kPageShift);
   std::vector<Planned> plan;
   {
     RankedLock lock(mu_, LockRank::kMapping);
@@ -137,7 +137,9 @@ Result<uint64_t> AddressSpaceImpl::WriteNew(uint64_t pos, const char* src, uint6
         }
       } else if (policy.kind == FolioPolicy::Kind::kDynamic && (q << kPageShift) >= pos) {
         // Pages [q, end >> kPageShift) are overwritten whole: take the largest aligned order.
-        o = AlignedOrder(q, std::min(device_pages_, end >> kPageShift), max_order);
+        const uint64_t limit =
+            std::min({device_pages_, end >> kPageShift, q + (run_max_pages - planned)});
+        o = AlignedOrder(q, limit, max_order);
         while (o > 0 && !index_.RangeEmpty(q, o)) --o;
       }
       plan.push_back({start, o, true, nullptr});
@@ -239,17 +241,21 @@ Status AddressSpaceImpl::ZeroRange(uint64_t from, uint64_t to, uint64_t fill_siz
     const uint64_t head_end = std::min(to, (from + kPageBytes - 1) & ~(kPageBytes - 1));
     FOLIO_RETURN_IF_ERROR(WriteData(from, nullptr, head_end - from, fill_size));
     from = head_end;
+    if (from >= to) return Status::OK();
   }
+  FOLIO_DCHECK(from % kPageBytes == 0);
   const uint64_t first = from >> kPageShift;
   const uint64_t last = std::min(device_pages_, (to + kPageBytes - 1) >> kPageShift);
   if (first >= last) return Status::OK();
-  {
-    // Record first: a read that caches one of these pages from now on zeroes it; folios
-    // cached before are dropped below.
-    RankedLock lock(mu_, LockRank::kMapping);
-    zero_.Add(first, last);
-  }
+  // Drop first, then record: were the range recorded first, a writeback pass could write
+  // these zeros and then a not-yet-dropped dirty folio's old data over them. Nothing can cache
+  // these pages in between: they lie past the size (readers and readahead stop there) and
+  // writers wait for the size lock we hold exclusively.
   DropRange(first, last, DropMode::kDiscard);
+  {
+    RankedLock lock(mu_, LockRank::kMapping);
+    AddZeroRange(first, last);
+  }
   return Status::OK();
 }
 

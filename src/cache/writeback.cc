@@ -133,6 +133,13 @@ uint64_t AddressSpaceImpl::CollectDirty(uint64_t index, WritebackBatch* batch) {
     cache_->PutFolio(f);
     return next;
   }
+  if (zero_pending_.load(std::memory_order_acquire) && OverlapsPendingZeros(head, next)) {
+    // Truncated after this pass wrote its zeros, then written again: the next pass writes
+    // the zeros first and then this folio.
+    UnlockFolio(f);
+    cache_->PutFolio(f);
+    return next;
+  }
   f->ClearFlag(kFolioDirty);
   index_.ClearDirty(index);
   dirty_bytes_.fetch_sub(static_cast<int64_t>(f->bytes()), std::memory_order_relaxed);
@@ -180,6 +187,7 @@ Status AddressSpaceImpl::MaterializeZeros() {
     ranges = zero_.ToVector();
     for (const PageRange& r : ranges) zero_inflight_.Add(r.first, r.last);
     zero_.clear();
+    zero_pending_.store(false, std::memory_order_release);
   }
   const uint64_t chunk = cache_->zero_buffer_bytes();
   char* zeros = const_cast<char*>(cache_->zero_buffer());  // the device only reads it
@@ -214,11 +222,23 @@ Status AddressSpaceImpl::MaterializeZeros() {
     zero_inflight_.clear();
     // Zeros that did not land stay pending (readers keep seeing zeros); the error is sticky.
     if (!first_error.ok()) {
-      for (const PageRange& r : ranges) zero_.Add(r.first, r.last);
+      for (const PageRange& r : ranges) AddZeroRange(r.first, r.last);
     }
   }
   if (!first_error.ok()) RecordWritebackError(first_error);
   return first_error;
+}
+
+void AddressSpaceImpl::AddZeroRange(uint64_t first, uint64_t last) {
+  zero_.Add(first, last);
+  zero_pending_.store(true, std::memory_order_release);
+}
+
+bool AddressSpaceImpl::OverlapsPendingZeros(uint64_t first, uint64_t last) {
+  RankedLock lock(mu_, LockRank::kMapping);
+  std::vector<PageRange> overlap;
+  zero_.Overlaps(first, last, &overlap);
+  return !overlap.empty();
 }
 
 void AddressSpaceImpl::RecordWritebackError(const Status& s) {
@@ -235,9 +255,8 @@ Status AddressSpaceImpl::TakeWritebackError() {
 }
 
 bool AddressSpaceImpl::HasWritebackWork() {
-  if (dirty_bytes_.load(std::memory_order_relaxed) > 0) return true;
-  RankedLock lock(mu_, LockRank::kMapping);
-  return !zero_.empty();
+  return dirty_bytes_.load(std::memory_order_relaxed) > 0 ||
+         zero_pending_.load(std::memory_order_acquire);
 }
 
 Status AddressSpaceImpl::Fsync() {

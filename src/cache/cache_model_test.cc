@@ -1,0 +1,404 @@
+// THE page cache model test: seeded random mixes of Read / Write (any position and length),
+// Invalidate, Truncate, Fsync, Advise (collapse included), policy changes and simulated
+// crashes, over a FaultDevice on a MemDevice, with caches small enough to force eviction and
+// writeback, compared byte for byte with a reference vector and size.
+//
+// Crash guarantee checked here (and documented in address_space_impl.h): after a crash each
+// 4 KiB page holds its content as of the last completed Fsync, or a content it had at some
+// later moment, never anything else. The model keeps, per page touched since the last Fsync,
+// the hashes of every content it had since then.
+//
+// FOLIO_SEED=<n> fixes the seed; FOLIO_MODEL_OPS=<n> overrides the op count.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/cache_test_util.h"
+#include "folio/page_cache.h"
+
+namespace folio {
+namespace {
+
+constexpr uint64_t kKiB = 1024, kMiB = 1024 * 1024;
+
+#ifdef FOLIO_CACHE_MODEL_SLOW
+constexpr uint64_t kOpsScale = 20;
+#else
+constexpr uint64_t kOpsScale = 1;
+#endif
+
+struct ModelParams {
+  const char* policy;
+  uint64_t device_bytes;
+  uint64_t memory_bytes;
+  int writeback_threads;
+  bool collapse_scanner;
+  uint64_t ops;
+  uint64_t seed;
+};
+
+std::ostream& operator<<(std::ostream& os, const ModelParams& p) {
+  return os << p.policy << "/dev" << p.device_bytes / kMiB << "M/mem" << p.memory_bytes / kMiB
+            << "M/wb" << p.writeback_threads << (p.collapse_scanner ? "/scan" : "");
+}
+
+// FOLIO_MODEL_TRACE=1 prints every operation (for debugging a failing seed).
+bool Tracing() {
+  static const bool on = std::getenv("FOLIO_MODEL_TRACE") != nullptr;
+  return on;
+}
+#define MODEL_TRACE(...)                       \
+  do {                                         \
+    if (Tracing()) std::fprintf(stderr, __VA_ARGS__); \
+  } while (0)
+
+uint64_t PageHash(const char* p) {
+  return std::hash<std::string_view>()(std::string_view(p, kPageBytes));
+}
+
+class CacheModel {
+ public:
+  CacheModel(const ModelParams& p, uint64_t seed)
+      : p_(p), rng_(seed), ref_(p.device_bytes, 0), size_(p.device_bytes), policy_(p.policy) {}
+  ~CacheModel() {
+    as_.reset();
+    cache_.reset();
+    dev_.reset();
+  }
+
+  void Run(uint64_t ops);
+
+ private:
+  uint64_t Rand(uint64_t n) { return n == 0 ? 0 : rng_() % n; }
+  void Open(bool new_cache);
+  // Page history: call Touch(page range) before changing ref_, Record after.
+  void Touch(uint64_t first, uint64_t last);
+  void Record(uint64_t first, uint64_t last);
+  uint64_t RandomLen();
+  uint64_t RandomPos(uint64_t len);
+
+  void OpWrite();
+  void OpRead(uint64_t pos, uint64_t len);
+  void OpSequentialRead();
+  void OpTruncate();
+  void OpAdvise();
+  void OpCrash();
+  void VerifyAll();
+  void VerifyDeviceAfterFsync();
+  // Fsync, then maybe start a crash epoch.
+  void OpFsync();
+
+  const ModelParams p_;
+  std::mt19937_64 rng_;
+  std::vector<char> ref_;  // the whole device; always zero past size_
+  uint64_t size_;
+  std::string policy_;
+  std::unordered_map<uint64_t, std::vector<uint64_t>> history_;  // page -> content hashes
+  // History (and the device's crash log) is kept only in "crash epochs": from an Fsync that
+  // decided to track until the next crash. Crashes happen only in such epochs; the rest of
+  // the run skips the cost of hashing every page version.
+  bool tracking_ = false;
+  std::unique_ptr<FaultDevice> dev_;
+  std::unique_ptr<PageCache> cache_;
+  std::unique_ptr<AddressSpace> as_;
+};
+
+void CacheModel::Open(bool new_cache) {
+  if (dev_ == nullptr) dev_ = cache_test::NewFaultMem(p_.device_bytes);
+  if (new_cache || cache_ == nullptr) {
+    as_.reset();
+    cache_.reset();
+    PageCacheOptions o = cache_test::SmallCacheOptions(p_.memory_bytes, p_.policy);
+    o.writeback_threads = p_.writeback_threads;
+    o.collapse_scanner = p_.collapse_scanner;
+    o.writeback_interval_ms = 2;
+    auto c = PageCache::Create(o);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    cache_ = std::move(c).value();
+  }
+  AddressSpaceOptions ao;
+  ao.name = "model";
+  ao.override_policy = true;
+  ao.policy = *FolioPolicy::Parse(policy_);
+  auto as = cache_->Open(dev_.get(), ao);
+  ASSERT_TRUE(as.ok()) << as.status().ToString();
+  as_ = std::move(as).value();
+}
+
+void CacheModel::Touch(uint64_t first, uint64_t last) {
+  if (!tracking_) return;
+  for (uint64_t pg = first; pg < last; ++pg) {
+    auto [it, inserted] = history_.try_emplace(pg);
+    if (inserted) it->second.push_back(PageHash(&ref_[pg * kPageBytes]));
+  }
+}
+
+void CacheModel::Record(uint64_t first, uint64_t last) {
+  if (!tracking_) return;
+  for (uint64_t pg = first; pg < last; ++pg) {
+    history_[pg].push_back(PageHash(&ref_[pg * kPageBytes]));
+  }
+}
+
+uint64_t CacheModel::RandomLen() {
+  uint64_t r = Rand(1000);
+  if (r < 600) return 1 + Rand(kKiB);
+  if (r < 850) return 1 + Rand(8 * kKiB);
+  if (r < 960) return 1 + Rand(64 * kKiB);
+  if (r < 995) return 1 + Rand(256 * kKiB);
+  return 1 + Rand(kMiB);
+}
+
+uint64_t CacheModel::RandomPos(uint64_t len) {
+  uint64_t limit = p_.device_bytes - len;
+  uint64_t r = Rand(4);
+  uint64_t pos = Rand(limit + 1);
+  if (r == 1) pos &= ~(kPageBytes - 1);
+  if (r == 2) pos &= ~(64 * kKiB - 1);
+  if (r == 3 && size_ > 0) pos = std::min(limit, Rand(size_ + 1));  // near or inside the file
+  return pos;
+}
+
+void CacheModel::OpWrite() {
+  uint64_t len = RandomLen();
+  if (Rand(100) == 0) {
+    // Past the device end: NoSpace, nothing changes.
+    uint64_t pos = p_.device_bytes - len / 2;
+    Result<size_t> n = as_->Write(pos, std::vector<char>(len, 'x'));
+    ASSERT_FALSE(n.ok());
+    ASSERT_TRUE(n.status().IsNoSpace()) << n.status().ToString();
+    return;
+  }
+  uint64_t pos = RandomPos(len);
+  std::vector<char> data(len);
+  const char tag = static_cast<char>(rng_());
+  for (uint64_t i = 0; i < len; i += 8) {
+    uint64_t v = rng_();
+    std::memcpy(&data[i], &v, std::min<uint64_t>(8, len - i));
+  }
+  if (Rand(4) == 0) std::memset(data.data(), tag, len);
+  const uint64_t first = pos / kPageBytes, last = (pos + len + kPageBytes - 1) / kPageBytes;
+  Touch(first, last);
+  std::memcpy(&ref_[pos], data.data(), len);
+  Record(first, last);
+  size_ = std::max(size_, pos + len);
+  MODEL_TRACE("write %lu at %lu (pages %lu..%lu)\n", len, pos, first, last);
+  Result<size_t> n = as_->Write(pos, data);
+  ASSERT_TRUE(n.ok()) << "write " << len << " at " << pos << ": " << n.status().ToString();
+  ASSERT_EQ(*n, len);
+  ASSERT_EQ(as_->size(), size_);
+}
+
+void CacheModel::OpRead(uint64_t pos, uint64_t len) {
+  MODEL_TRACE("read %lu at %lu\n", len, pos);
+  std::vector<char> out(len);
+  Result<size_t> n = as_->Read(pos, out);
+  ASSERT_TRUE(n.ok()) << "read " << len << " at " << pos << ": " << n.status().ToString();
+  uint64_t want = pos >= size_ ? 0 : std::min(len, size_ - pos);
+  ASSERT_EQ(*n, want) << "read " << len << " at " << pos << " size " << size_;
+  if (want > 0 && std::memcmp(out.data(), &ref_[pos], want) != 0) {
+    uint64_t i = 0;
+    while (out[i] == ref_[pos + i]) ++i;
+    FAIL() << "read " << len << " at " << pos << ": first difference at pos " << pos + i
+           << " (page " << (pos + i) / kPageBytes << "): got " << int(out[i]) << " want "
+           << int(ref_[pos + i]);
+  }
+}
+
+void CacheModel::OpSequentialRead() {
+  uint64_t chunk = uint64_t{4096} << Rand(5);
+  uint64_t total = (256 * kKiB) << Rand(4);
+  uint64_t pos = Rand(p_.device_bytes / chunk) * chunk;
+  for (uint64_t done = 0; done < total && pos + done < p_.device_bytes; done += chunk) {
+    OpRead(pos + done, chunk);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+void CacheModel::OpTruncate() {
+  uint64_t old_size = size_;
+  uint64_t new_size;
+  if (Rand(8) == 0) {
+    new_size = Rand(p_.device_bytes + 1);
+  } else {
+    // Mostly around the current end (large shrinks make large zero ranges to write).
+    uint64_t delta = Rand(256 * kKiB);
+    new_size = Rand(2) ? old_size - std::min(old_size, delta)
+                       : std::min(p_.device_bytes, old_size + delta);
+  }
+  if (Rand(3) == 0) new_size &= ~(kPageBytes - 1);
+  if (new_size < old_size) {
+    const uint64_t first = new_size / kPageBytes;
+    const uint64_t last = (old_size + kPageBytes - 1) / kPageBytes;
+    Touch(first, last);
+    std::memset(&ref_[new_size], 0, old_size - new_size);
+    Record(first, last);
+  }
+  size_ = new_size;
+  MODEL_TRACE("truncate %lu -> %lu\n", old_size, new_size);
+  Status s = as_->Truncate(new_size);
+  ASSERT_TRUE(s.ok()) << "truncate " << old_size << " -> " << new_size << ": " << s.ToString();
+  ASSERT_EQ(as_->size(), size_);
+}
+
+void CacheModel::OpAdvise() {
+  static const Advice kAdvice[] = {Advice::kNormal,   Advice::kSequential, Advice::kRandom,
+                                   Advice::kWillNeed, Advice::kDontNeed,   Advice::kCollapse};
+  Advice a = kAdvice[Rand(6)];
+  uint64_t len = Rand(3) == 0 ? p_.device_bytes : RandomLen() * 4;
+  uint64_t pos = Rand(p_.device_bytes);
+  MODEL_TRACE("advise %d %lu at %lu\n", static_cast<int>(a), len, pos);
+  Status s = as_->Advise(pos, len, a);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+}
+
+void CacheModel::OpCrash() {
+  CrashMode mode = Rand(2) ? CrashMode::kDropUnflushed : CrashMode::kRandomSubset;
+  MODEL_TRACE("crash %d\n", static_cast<int>(mode));
+  dev_->Crash(mode, rng_());
+  as_.reset();  // drops whatever was dirty; its I/O fails now anyway
+  bool new_cache = Rand(2) == 0;
+  if (new_cache) cache_.reset();
+  dev_->Restart();
+  ASSERT_TRUE(dev_->Flush().ok());  // what survived is the new baseline
+  std::vector<char> dev(p_.device_bytes);
+  ASSERT_TRUE(dev_->Read(0, dev.data(), dev.size()).ok());
+  for (uint64_t pg = 0; pg < p_.device_bytes / kPageBytes; ++pg) {
+    const char* d = &dev[pg * kPageBytes];
+    auto it = history_.find(pg);
+    if (it == history_.end()) {
+      ASSERT_EQ(std::memcmp(d, &ref_[pg * kPageBytes], kPageBytes), 0)
+          << "page " << pg << " changed after a crash although it was not written since the "
+          << "last fsync";
+    } else {
+      const std::vector<uint64_t>& v = it->second;
+      ASSERT_NE(std::find(v.begin(), v.end(), PageHash(d)), v.end())
+          << "page " << pg << " after a crash holds a content it never had since the last "
+          << "fsync (" << v.size() << " versions)";
+    }
+  }
+  ref_ = std::move(dev);
+  size_ = p_.device_bytes;
+  history_.clear();
+  tracking_ = false;
+  dev_->SetCrashTracking(false);
+  Open(new_cache);
+}
+
+void CacheModel::OpFsync() {
+  MODEL_TRACE("fsync\n");
+  Status s = as_->Fsync();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  history_.clear();
+  tracking_ = Rand(4) == 0;
+  dev_->SetCrashTracking(tracking_);
+}
+
+void CacheModel::VerifyAll() {
+  for (uint64_t pos = 0; pos < size_ && !::testing::Test::HasFatalFailure(); pos += kMiB) {
+    OpRead(pos, kMiB);
+  }
+}
+
+void CacheModel::VerifyDeviceAfterFsync() {
+  OpFsync();
+  if (::testing::Test::HasFatalFailure()) return;
+  std::vector<char> dev(p_.device_bytes);
+  ASSERT_TRUE(dev_->Read(0, dev.data(), dev.size()).ok());
+  for (uint64_t pg = 0; pg < p_.device_bytes / kPageBytes; ++pg) {
+    ASSERT_EQ(std::memcmp(&dev[pg * kPageBytes], &ref_[pg * kPageBytes], kPageBytes), 0)
+        << "page " << pg << " on the device differs from the model after an fsync";
+  }
+}
+
+void CacheModel::Run(uint64_t ops) {
+  Open(true);
+  if (::testing::Test::HasFatalFailure()) return;
+  tracking_ = true;  // the device starts all zero, as if just fsynced
+  static const char* kPolicies[] = {"4k", "fixed:16K", "fixed:64K", "dynamic", "dynamic:256K"};
+  for (uint64_t op = 0; op < ops; ++op) {
+    SCOPED_TRACE("op " + std::to_string(op));
+    const uint64_t r = Rand(1000);
+    if (r < 400) {
+      OpWrite();
+    } else if (r < 750) {
+      OpRead(Rand(p_.device_bytes), RandomLen());
+    } else if (r < 780) {
+      OpSequentialRead();
+    } else if (r < 830) {
+      uint64_t len = RandomLen() * Rand(8);
+      uint64_t pos = Rand(p_.device_bytes);
+      MODEL_TRACE("invalidate %lu at %lu\n", len, pos);
+      ASSERT_TRUE(as_->Invalidate(pos, len).ok());
+    } else if (r < 860) {
+      OpTruncate();
+    } else if (r < 910) {
+      OpFsync();
+    } else if (r < 975) {
+      OpAdvise();
+    } else if (r < 980) {
+      policy_ = kPolicies[Rand(5)];
+      MODEL_TRACE("policy %s\n", policy_.c_str());
+      as_->SetPolicy(*FolioPolicy::Parse(policy_));
+    } else {
+      // The expensive ones (whole-device checks), rarer still.
+      const uint64_t q = Rand(100);
+      if (q < 15) {
+        if (tracking_) {
+          OpCrash();
+        } else {
+          OpFsync();
+        }
+      } else if (q < 20) {
+        VerifyAll();
+      } else if (q < 25) {
+        VerifyDeviceAfterFsync();
+      } else {
+        OpRead(Rand(size_ + 1), RandomLen());
+      }
+    }
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  VerifyAll();
+  if (::testing::Test::HasFatalFailure()) return;
+  VerifyDeviceAfterFsync();
+  if (::testing::Test::HasFatalFailure()) return;
+  PageCacheStats s = cache_->Stats();
+  EXPECT_LE(s.resident_bytes, p_.memory_bytes);
+  if (p_.writeback_threads == 0) {
+    EXPECT_EQ(s.dirty_bytes, 0u);
+  }
+  Status inv = cache_->arena()->CheckInvariants();
+  EXPECT_TRUE(inv.ok()) << inv.ToString();
+}
+
+class CacheModelTest : public ::testing::TestWithParam<ModelParams> {};
+
+TEST_P(CacheModelTest, MatchesReferenceAndSurvivesCrashes) {
+  const ModelParams& p = GetParam();
+  uint64_t ops = p.ops * kOpsScale;
+  if (const char* s = std::getenv("FOLIO_MODEL_OPS")) ops = std::strtoull(s, nullptr, 0);
+  const uint64_t seed = cache_test::SeedOr(p.seed);
+  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  CacheModel model(p, seed);
+  model.Run(ops);
+  if (HasFailure()) ADD_FAILURE() << "reproduce with FOLIO_SEED=" << seed;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Policies, CacheModelTest,
+    ::testing::Values(ModelParams{"4k", 16 * kMiB, 2 * kMiB, 0, false, 20000, 101},
+                      ModelParams{"fixed:64K", 16 * kMiB, 4 * kMiB, 1, true, 20000, 202},
+                      ModelParams{"dynamic", 16 * kMiB, 2 * kMiB, 0, false, 20000, 303},
+                      ModelParams{"dynamic", 32 * kMiB, 4 * kMiB, 1, true, 20000, 404},
+                      ModelParams{"fixed:16K", 16 * kMiB, 2 * kMiB, 2, false, 20000, 505}));
+
+}  // namespace
+}  // namespace folio
