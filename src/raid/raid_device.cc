@@ -63,6 +63,59 @@ void Op::ResetIos(uint32_t capacity) {
   ios_used = 0;
 }
 
+void Op::ResetOp() {
+  ctx = nullptr;
+  user = nullptr;
+  sync = nullptr;
+  pending = 0;
+  status = Status::OK();
+  ios_used = 0;
+}
+
+void StripeOp::Reset() {
+  ResetOp();
+  work = StripeWork::kWrite;
+  mode = StripeMode::kNone;
+  phase = StripePhase::kStart;
+  stripe = 0;
+  col_begin = col_end = 0;
+  for (DataPiece& p : piece) p = DataPiece();
+  bad_mask = lost_mask = write_mask = 0;
+  locked = counted_wait = false;
+  for (char*& b : buf) b = nullptr;
+  buf_count = 0;
+  mismatch = repaired = false;
+}
+
+ThreadCtx::~ThreadCtx() {
+  for (StripeOp* op : stripe_pool) delete op;
+  for (PieceOp* op : piece_pool) delete op;
+}
+
+StripeOp* RaidDeviceImpl::NewStripeOp(ThreadCtx* c) {
+  StripeOp* op;
+  if (c->stripe_pool.empty()) {
+    op = new StripeOp();
+  } else {
+    op = c->stripe_pool.back();
+    c->stripe_pool.pop_back();
+  }
+  op->ctx = c;
+  return op;
+}
+
+PieceOp* RaidDeviceImpl::NewPieceOp(ThreadCtx* c) {
+  PieceOp* op;
+  if (c->piece_pool.empty()) {
+    op = new PieceOp();
+  } else {
+    op = c->piece_pool.back();
+    c->piece_pool.pop_back();
+  }
+  op->ctx = c;
+  return op;
+}
+
 MemberIo* Op::NextIo() {
   FOLIO_CHECK(ios_used < ios_capacity);
   return &ios[ios_used++];
@@ -213,7 +266,18 @@ void RaidDeviceImpl::FinishOp(Op* op) {
   } else if (op->user != nullptr) {
     ReleaseChild(op->ctx, op->user, op->status);
   }
-  delete op;
+  // Keep a bounded number of operations per thread for reuse.
+  constexpr size_t kPoolMax = 1024;
+  ThreadCtx* c = op->ctx;
+  if (op->kind == OpKind::kStripe && c->stripe_pool.size() < kPoolMax) {
+    static_cast<StripeOp*>(op)->Reset();
+    c->stripe_pool.push_back(static_cast<StripeOp*>(op));
+  } else if (op->kind == OpKind::kPiece && c->piece_pool.size() < kPoolMax) {
+    static_cast<PieceOp*>(op)->Reset();
+    c->piece_pool.push_back(static_cast<PieceOp*>(op));
+  } else {
+    delete op;
+  }
 }
 
 void RaidDeviceImpl::ReleaseChild(ThreadCtx* c, UserIo* u, const Status& status) {

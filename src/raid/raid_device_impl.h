@@ -83,6 +83,9 @@ class RaidDeviceImpl final : public RaidDevice {
 
   // ---- Engine (raid_device.cc)
   ThreadCtx* Ctx();
+  // Operations from the thread's pool (ctx set, everything else as constructed).
+  StripeOp* NewStripeOp(ThreadCtx* c);
+  PieceOp* NewPieceOp(ThreadCtx* c);
   // Queues a member request of `op` for the end of the current Drive.
   void QueueIo(Op* op, uint32_t slot, IoOp kind, uint64_t member_pos, uint64_t length,
                char* buf);

@@ -142,6 +142,15 @@ class Model {
 
 constexpr uint64_t kMemberBytes = (1 << 20) + (512 << 10);  // 1M metadata + 512K data
 
+// The slow variant (label slow) runs ten times the operations over several seeds.
+#ifdef FOLIO_RAID_SLOW
+constexpr int kScale = 10;
+constexpr int kSeeds = 4;
+#else
+constexpr int kScale = 1;
+constexpr int kSeeds = 1;
+#endif
+
 std::unique_ptr<RaidDevice> CreateArray(Members& m, const Config& c, bool assume_clean = true) {
   RaidCreateOptions co;
   co.level = c.level;
@@ -172,61 +181,65 @@ const Config kConfigs[] = {
 };
 
 TEST(RaidDeviceModel, EveryLevelAgainstReference) {
-  const uint64_t seed = TestSeed();
-  for (const Config& c : kConfigs) {
-    SCOPED_TRACE(Describe(c) + " FOLIO_SEED=" + std::to_string(seed));
-    Members m(c.members, kMemberBytes);
-    auto dev = CreateArray(m, c);
-    ASSERT_NE(dev, nullptr);
-    Model model(dev.get(), seed);
-    model.RandomOps(100);
-    ASSERT_NO_FATAL_FAILURE(model.VerifyAll());
-    ASSERT_NO_FATAL_FAILURE(ExpectClean(dev.get()));
-    const RaidStats st = dev->raid_stats();
-    if (c.level == RaidLevel::kRaid5 || c.level == RaidLevel::kRaid6) {
-      EXPECT_GT(st.rmw_writes + st.rcw_writes, 0u);
+  for (int round = 0; round < kSeeds; ++round) {
+    const uint64_t seed = TestSeed() + round;
+    for (const Config& c : kConfigs) {
+      SCOPED_TRACE(Describe(c) + " FOLIO_SEED=" + std::to_string(seed));
+      Members m(c.members, kMemberBytes);
+      auto dev = CreateArray(m, c);
+      ASSERT_NE(dev, nullptr);
+      Model model(dev.get(), seed);
+      model.RandomOps(100 * kScale);
+      ASSERT_NO_FATAL_FAILURE(model.VerifyAll());
+      ASSERT_NO_FATAL_FAILURE(ExpectClean(dev.get()));
+      const RaidStats st = dev->raid_stats();
+      if (c.level == RaidLevel::kRaid5 || c.level == RaidLevel::kRaid6) {
+        EXPECT_GT(st.rmw_writes + st.rcw_writes, 0u);
+      }
+      ASSERT_TRUE(dev->Stop().ok());
     }
-    ASSERT_TRUE(dev->Stop().ok());
   }
 }
 
 // A member fails mid-run (reads reconstruct, writes go degraded), a fresh member replaces it
 // (written while it is rebuilt), the rebuild completes, and everything still matches.
 TEST(RaidDeviceModel, MemberFailedAndReplacedMidRun) {
-  const uint64_t seed = TestSeed();
-  for (const Config& c : kConfigs) {
-    if (c.level == RaidLevel::kRaid0) continue;
-    SCOPED_TRACE(Describe(c) + " FOLIO_SEED=" + std::to_string(seed));
-    Members m(c.members, kMemberBytes);
-    auto dev = CreateArray(m, c);
-    ASSERT_NE(dev, nullptr);
-    Model model(dev.get(), seed);
-    model.RandomOps(40);
-    const uint32_t fail_count = c.level == RaidLevel::kRaid6 ? 2 : 1;
-    std::vector<uint32_t> failed;
-    for (uint32_t i = 0; i < fail_count; ++i) {
-      const uint32_t slot = static_cast<uint32_t>((seed + 2 * i) % c.members);
-      if (std::find(failed.begin(), failed.end(), slot) != failed.end()) continue;
-      ASSERT_TRUE(dev->FailMember(slot).ok());
-      failed.push_back(slot);
+  for (int round = 0; round < kSeeds; ++round) {
+    const uint64_t seed = TestSeed() + round;
+    for (const Config& c : kConfigs) {
+      if (c.level == RaidLevel::kRaid0) continue;
+      SCOPED_TRACE(Describe(c) + " FOLIO_SEED=" + std::to_string(seed));
+      Members m(c.members, kMemberBytes);
+      auto dev = CreateArray(m, c);
+      ASSERT_NE(dev, nullptr);
+      Model model(dev.get(), seed);
+      model.RandomOps(40 * kScale);
+      const uint32_t fail_count = c.level == RaidLevel::kRaid6 ? 2 : 1;
+      std::vector<uint32_t> failed;
+      for (uint32_t i = 0; i < fail_count; ++i) {
+        const uint32_t slot = static_cast<uint32_t>((seed + 2 * i) % c.members);
+        if (std::find(failed.begin(), failed.end(), slot) != failed.end()) continue;
+        ASSERT_TRUE(dev->FailMember(slot).ok());
+        failed.push_back(slot);
+      }
+      EXPECT_EQ(dev->Describe().state, "degraded");
+      model.RandomOps(60 * kScale);
+      ASSERT_NO_FATAL_FAILURE(model.VerifyAll());
+      for (uint32_t slot : failed) {
+        const uint32_t fresh = m.Add(kMemberBytes);
+        ASSERT_TRUE(dev->ReplaceMember(slot, m.Wrap(fresh)).ok());
+      }
+      model.RandomOps(40 * kScale);
+      auto rebuild = dev->Sync(RaidSyncAction::kRebuild, {});
+      ASSERT_TRUE(rebuild.ok()) << rebuild.status().ToString();
+      EXPECT_TRUE(rebuild->completed);
+      const RaidStatus st = dev->Describe();
+      EXPECT_EQ(st.state, "active");
+      for (const auto& mem : st.members) EXPECT_EQ(mem.health, MemberHealth::kInSync);
+      model.RandomOps(40 * kScale);
+      ASSERT_NO_FATAL_FAILURE(model.VerifyAll());
+      ASSERT_NO_FATAL_FAILURE(ExpectClean(dev.get()));
     }
-    EXPECT_EQ(dev->Describe().state, "degraded");
-    model.RandomOps(60);
-    ASSERT_NO_FATAL_FAILURE(model.VerifyAll());
-    for (uint32_t slot : failed) {
-      const uint32_t fresh = m.Add(kMemberBytes);
-      ASSERT_TRUE(dev->ReplaceMember(slot, m.Wrap(fresh)).ok());
-    }
-    model.RandomOps(40);
-    auto rebuild = dev->Sync(RaidSyncAction::kRebuild, {});
-    ASSERT_TRUE(rebuild.ok()) << rebuild.status().ToString();
-    EXPECT_TRUE(rebuild->completed);
-    const RaidStatus st = dev->Describe();
-    EXPECT_EQ(st.state, "active");
-    for (const auto& mem : st.members) EXPECT_EQ(mem.health, MemberHealth::kInSync);
-    model.RandomOps(40);
-    ASSERT_NO_FATAL_FAILURE(model.VerifyAll());
-    ASSERT_NO_FATAL_FAILURE(ExpectClean(dev.get()));
   }
 }
 
@@ -256,7 +269,7 @@ TEST(RaidDeviceModel, InitialResyncOverGarbage) {
     ASSERT_TRUE(ReadBytes(dev.get(), 0, all.data(), all.size()).ok());
     model.ref() = all;
     // RAID 1 mirrors of garbage disagree: which copy a read returns changes with the resync.
-    if (level != RaidLevel::kRaid1) model.RandomOps(30);
+    if (level != RaidLevel::kRaid1) model.RandomOps(30 * kScale);
     auto resync = dev->Sync(RaidSyncAction::kResync, {});
     ASSERT_TRUE(resync.ok()) << resync.status().ToString();
     EXPECT_TRUE(resync->completed);
@@ -265,7 +278,7 @@ TEST(RaidDeviceModel, InitialResyncOverGarbage) {
     if (level == RaidLevel::kRaid1) {
       ASSERT_TRUE(ReadBytes(dev.get(), 0, all.data(), all.size()).ok());
       model.ref() = all;
-      model.RandomOps(30);
+      model.RandomOps(30 * kScale);
     }
     ASSERT_NO_FATAL_FAILURE(model.VerifyAll());
   }

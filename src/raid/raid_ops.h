@@ -64,6 +64,8 @@ enum class OpKind : uint8_t { kPiece, kStripe, kFlush };
 struct Op {
   explicit Op(OpKind k) : kind(k) {}
   virtual ~Op() = default;
+  // Back to the freshly constructed state, keeping the ios array (for reuse from a pool).
+  void ResetOp();
   const OpKind kind;
   ThreadCtx* ctx = nullptr;
   UserIo* user = nullptr;   // the user request it serves, or null (sync)
@@ -81,6 +83,7 @@ struct Op {
 
 struct PieceOp : Op {
   PieceOp() : Op(OpKind::kPiece) {}
+  void Reset() { ResetOp(); }
   IoOp op = IoOp::kRead;
   uint32_t slot = 0;
   uint64_t stripe = 0;
@@ -118,6 +121,7 @@ struct DataPiece {
 
 struct StripeOp : Op {
   StripeOp() : Op(OpKind::kStripe) {}
+  void Reset();
   StripeWork work = StripeWork::kWrite;
   StripeMode mode = StripeMode::kNone;
   StripePhase phase = StripePhase::kStart;
@@ -153,8 +157,11 @@ struct ThreadCtx : io_internal::ThreadState {
   BlockDevice* batch_device[kRaidMaxMembers] = {};
   std::vector<IoRequest*> completed;    // user requests to deliver at Poll
   std::vector<BlockDevice*> devices;    // every member device this thread submitted to
+  std::vector<StripeOp*> stripe_pool;   // finished operations kept for reuse
+  std::vector<PieceOp*> piece_pool;
   uint64_t in_flight = 0;               // user requests submitted, not yet delivered
   uint64_t active = 0;                  // user requests not yet completed
+  ~ThreadCtx() override;
 };
 
 }  // namespace folio::raid

@@ -62,8 +62,7 @@ void RaidDeviceImpl::StartRead(ThreadCtx* c, UserIo* u) {
       }
     }
     if (slot >= 0 && meta_->Readable(slot, loc.member_pos + n)) {
-      PieceOp* op = new PieceOp();
-      op->ctx = c;
+      PieceOp* op = NewPieceOp(c);
       op->op = IoOp::kRead;
       op->slot = static_cast<uint32_t>(slot);
       op->stripe = loc.stripe;
@@ -91,8 +90,7 @@ void RaidDeviceImpl::StartRead(ThreadCtx* c, UserIo* u) {
 void RaidDeviceImpl::StartReconstruct(ThreadCtx* c, UserIo* u, uint64_t stripe,
                                       uint32_t data_index, uint32_t col, uint32_t length,
                                       char* buf, uint32_t bad_mask) {
-  StripeOp* op = new StripeOp();
-  op->ctx = c;
+  StripeOp* op = NewStripeOp(c);
   op->work = StripeWork::kRead;
   op->stripe = stripe;
   op->col_begin = col;
@@ -158,8 +156,7 @@ Status RaidDeviceImpl::StartWrite(ThreadCtx* c, UserIo* u) {
       if (!meta_->Writable(loc.member)) {
         return Status::DataLoss(name_ + ": member " + meta_->name(loc.member) + " failed");
       }
-      PieceOp* op = new PieceOp();
-      op->ctx = c;
+      PieceOp* op = NewPieceOp(c);
       op->op = IoOp::kWrite;
       op->slot = loc.member;
       op->ResetIos(1);
@@ -195,8 +192,7 @@ Status RaidDeviceImpl::StartWrite(ThreadCtx* c, UserIo* u) {
       p += n;
     }
     EachHead(piece, k, unit_bytes_, [&](uint32_t cb, uint32_t ce) {
-      StripeOp* op = new StripeOp();
-      op->ctx = c;
+      StripeOp* op = NewStripeOp(c);
       op->work = StripeWork::kWrite;
       op->stripe = stripe;
       op->col_begin = cb;

@@ -285,8 +285,7 @@ Result<RaidSyncReport> RaidDeviceImpl::Sync(RaidSyncAction action, const RaidSyn
           run.next = std::min(run.end, r * bitmap_->region_bytes());
           continue;
         }
-        StripeOp* op = new StripeOp();
-        op->ctx = c;
+        StripeOp* op = NewStripeOp(c);
         op->sync = &run;
         op->work = StripeWork::kSync;
         op->stripe = run.next >> geometry_.chunk_shift();
