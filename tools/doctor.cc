@@ -126,7 +126,7 @@ std::string ShowBytes(const Json& v) {
 }
 
 void Row(std::string_view name, const std::string& value) {
-  std::printf("  %-22.*s %s\n", static_cast<int>(name.size()), name.data(), value.c_str());
+  std::printf("  %-30.*s %s\n", static_cast<int>(name.size()), name.data(), value.c_str());
 }
 
 std::string ShowProbe(const Json& p) {

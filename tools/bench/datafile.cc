@@ -21,6 +21,7 @@ std::atomic<bool> g_stop{false};
 std::atomic<bool> g_installed{false};
 struct sigaction g_old_int;
 struct sigaction g_old_term;
+struct sigaction g_old_pipe;
 
 void OnStopSignal(int) { g_stop.store(true); }
 
@@ -43,11 +44,18 @@ StopSignal::StopSignal() {
   sa.sa_flags = SA_RESETHAND;  // a second signal terminates as usual
   sigaction(SIGINT, &sa, &g_old_int);
   sigaction(SIGTERM, &sa, &g_old_term);
+  // A closed stdout (| head) must fail a write, not kill the process before clean-up.
+  struct sigaction ignore;
+  std::memset(&ignore, 0, sizeof(ignore));
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, &g_old_pipe);
 }
 
 StopSignal::~StopSignal() {
   sigaction(SIGINT, &g_old_int, nullptr);
   sigaction(SIGTERM, &g_old_term, nullptr);
+  sigaction(SIGPIPE, &g_old_pipe, nullptr);
   g_installed.store(false);
 }
 

@@ -23,7 +23,8 @@
 namespace folio::bench {
 
 // While alive, SIGINT and SIGTERM set a flag instead of killing the process (a second
-// signal kills as usual). Only one may exist at a time.
+// signal kills as usual) and SIGPIPE is ignored (a closed stdout fails the write instead).
+// Only one may exist at a time.
 class StopSignal {
  public:
   StopSignal();

@@ -221,11 +221,18 @@ class DirectWorker : public WorkerIo {
       batch_.clear();
       if (!s.ok()) return s;
     }
+    const size_t before = done->size();
     done_ = done;
     error_ = Status::OK();
     Result<size_t> n = device_->Poll(1);
     done_ = nullptr;
     if (!n.ok()) return n.status();
+    if (done->size() == before && device_->InFlight() == 0) {
+      // The worker has requests outstanding that the device no longer knows: fail the run
+      // rather than wait forever.
+      return Status::IOError(device_->name() + ": Poll completed nothing while requests of "
+                             "this thread were outstanding");
+    }
     return error_;
   }
 

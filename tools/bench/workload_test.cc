@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
@@ -87,14 +88,15 @@ TEST(OpGeneratorTest, MixFollowsRwmixread) {
 // worker's protocol (a slot is not reused before it completed) and recording every op.
 class FakeIo : public WorkerIo {
  public:
-  FakeIo(uint32_t depth, uint64_t seed, int fail_at) : depth_(depth), rng_(seed), fail_at_(fail_at) {}
+  FakeIo(uint32_t depth, uint64_t seed, int fail_at, std::shared_ptr<std::vector<Op>> log)
+      : log_(std::move(log)), depth_(depth), rng_(seed), fail_at_(fail_at) {}
   uint32_t depth() const override { return depth_; }
   Status Start(const Op& op) override {
     EXPECT_LT(op.slot, depth_);
     EXPECT_EQ(busy_.count(op.slot), 0u) << "slot " << op.slot << " reused while in flight";
     busy_.insert(op.slot);
     EXPECT_LE(busy_.size(), depth_);
-    ops.push_back(op);
+    log_->push_back(op);
     if (++started_ == fail_at_) return Status::IOError("fake: injected error");
     return Status::OK();
   }
@@ -109,9 +111,9 @@ class FakeIo : public WorkerIo {
     }
     return Status::OK();
   }
-  std::vector<Op> ops;
 
  private:
+  std::shared_ptr<std::vector<Op>> log_;  // outlives the FakeIo (RunWorkload destroys it)
   const uint32_t depth_;
   std::mt19937_64 rng_;
   const int fail_at_;
@@ -122,7 +124,7 @@ class FakeIo : public WorkerIo {
 struct Harness {
   std::atomic<bool> stop{false};
   std::mutex mu;
-  std::vector<FakeIo*> ios;  // owned by RunWorkload until it returns
+  std::vector<std::shared_ptr<std::vector<Op>>> logs;  // the ops each worker started
 
   WorkloadPlan Plan(const JobSpec& job, uint64_t region) {
     WorkloadPlan p;
@@ -134,10 +136,10 @@ struct Harness {
   }
   WorkerIoFactory Factory(uint32_t depth, uint64_t seed, int fail_at = -1) {
     return [this, depth, seed, fail_at](uint32_t i) -> Result<std::unique_ptr<WorkerIo>> {
-      auto io = std::make_unique<FakeIo>(depth, seed + i, fail_at);
+      auto log = std::make_shared<std::vector<Op>>();
       std::lock_guard<std::mutex> lock(mu);
-      ios.push_back(io.get());
-      return std::unique_ptr<WorkerIo>(std::move(io));
+      logs.push_back(log);
+      return std::unique_ptr<WorkerIo>(std::make_unique<FakeIo>(depth, seed + i, fail_at, log));
     };
   }
 };
@@ -181,8 +183,9 @@ TEST(RunWorkloadTest, TimeBasedSequentialWrapsAndEnds) {
   job.runtime_us = 20000;
   Result<TimedRun> run = RunWorkload(h.Plan(job, 8 * 4096), h.Factory(2, TestSeed()));
   ASSERT_TRUE(run.ok()) << run.status().ToString();
-  ASSERT_EQ(h.ios.size(), 1u);
-  for (const Op& op : h.ios[0]->ops) {
+  ASSERT_EQ(h.logs.size(), 1u);
+  EXPECT_GT(h.logs[0]->size(), 0u);
+  for (const Op& op : *h.logs[0]) {
     EXPECT_TRUE(op.write);
     EXPECT_LT(op.pos, 8u * 4096);
   }
