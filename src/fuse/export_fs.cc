@@ -262,11 +262,15 @@ Status ExportFs::PunchHole(VolumeNode* v, uint64_t pos, uint64_t len) {
   FOLIO_RETURN_IF_ERROR(zero(pos, first_page));
   FOLIO_RETURN_IF_ERROR(zero(last_page, end));
   // Whole pages: write back and drop what is cached (so writeback cannot later overwrite the
-  // trimmed range), trim, and drop again anything a racing read cached meanwhile.
-  const uint64_t bytes = last_page - first_page;
-  FOLIO_RETURN_IF_ERROR(as->Invalidate(first_page, bytes));
-  FOLIO_RETURN_IF_ERROR(dev->Trim(first_page, bytes));
-  FOLIO_RETURN_IF_ERROR(as->Invalidate(first_page, bytes));
+  // trimmed range), trim, and drop again anything a racing read cached meanwhile. The drops
+  // cover the range rounded out to 2 MiB, the largest folio: folios are aligned to their size,
+  // so no folio straddles the rounded range and every one inside is written back and dropped
+  // whole, whatever the cache does with folios that straddle a range.
+  const uint64_t drop_first = first_page / kMaxFolioBytes * kMaxFolioBytes;
+  const uint64_t drop_last = (last_page + kMaxFolioBytes - 1) / kMaxFolioBytes * kMaxFolioBytes;
+  FOLIO_RETURN_IF_ERROR(as->Invalidate(drop_first, drop_last - drop_first));
+  FOLIO_RETURN_IF_ERROR(dev->Trim(first_page, last_page - first_page));
+  FOLIO_RETURN_IF_ERROR(as->Invalidate(drop_first, drop_last - drop_first));
   v->mtime_ns.store(ToNs(RealNow()), std::memory_order_relaxed);
   return Status::OK();
 }

@@ -152,7 +152,8 @@ Status CheckMountPoint(const std::string& flag, const std::string& dir) {
                                      "'folio export --unmount " + dir + "'");
     }
     return Status::InvalidArgument(what + ": not empty (" + std::to_string(entries) +
-                                   " entries); use an empty directory");
+                                   (entries == 1 ? " entry" : " entries") +
+                                   "); use an empty directory");
   }
   return Status::OK();
 }

@@ -173,7 +173,8 @@ Command AddExportCommand(CLI::App& root) {
   sub->add_option("--cache", a->cache, "Page cache memory (e.g. 256M, 4G)")->default_str("1G");
   sub->add_option("--name", a->names,
                   "File name of a device in the mount (once per device, in order); default "
-                  "the device's basename (a RAID volume: its first member's), memN for mem:");
+                  "the device's basename (a RAID volume: its first member's), memN for mem:")
+      ->allow_extra_args(false);
   sub->add_flag("--kernel-cache", a->kernel_cache,
                 "Let the kernel cache file data too (default: direct I/O, one copy in Folio)");
   sub->add_flag("--daemon", a->daemon,
