@@ -17,8 +17,32 @@
 //   start          start + size - async_size      start + size
 //                        ^ folio marked kFolioReadahead: a hit here issues the next window
 //
-// Durability: data written with Write() is durable once Fsync() returns OK. Writeback errors are
-// sticky per address space and returned (once) by the next Fsync().
+// Durability contract:
+//   * Write() returns once the data is in the cache (dirty). It reaches the device through
+//     writeback: background threads (above half of dirty_bytes_max, and every
+//     writeback_interval_ms), reclaim (a dirty folio about to be evicted), and Fsync().
+//   * Data written before an Fsync() started is durable once that Fsync() returns OK: Fsync
+//     writes back every dirty folio of the address space (waiting for writeback already in
+//     flight, including the background threads'), then flushes the device.
+//   * After a crash (power loss) each 4 KiB page of the device holds its content as of the last
+//     Fsync() that returned OK, or a content it had at some later moment (any prefix of the
+//     later writes to it), never anything else. Writes are not atomic across pages.
+//   * Truncate() has no metadata to persist (the logical size lives in memory; a reopened
+//     address space defaults to the device's size). Instead the dropped range (and any range a
+//     growth exposes) is recorded as "zero ranges": reads see zeros at once, and writeback writes
+//     the zeros to the device before any later data of the same pages. So once an Fsync() after
+//     a Truncate() returned OK, the truncated range reads as zeros even after a crash. The cost
+//     is writing those zeros (no sparse files at this layer).
+//   * Writeback errors are sticky per address space (errseq style): each Fsync() returns an
+//     error that happened since the previous Fsync(), once. A folio whose write failed stays up
+//     to date in memory (readers see what was written) and is not written again (never hang on a
+//     dead device); the data is lost if it is evicted.
+//   * Destroying an address space drops its dirty data: Fsync() first if it matters.
+//
+// Memory: the cache never holds more than memory_bytes of folios. A full cache reclaims from the
+// cold end of a cache-wide LRU clock, clean folios before dirty ones; writers throttle while
+// dirty bytes exceed dirty_bytes_max. No single folio is larger than 1/16 of the cache for
+// writes (1/8 for readahead windows).
 //
 // Thread safety: all methods of PageCache and AddressSpace are thread-safe. Reads of cached
 // data take no global lock (a lock-free index lookup plus a folio reference).
@@ -117,9 +141,14 @@ class AddressSpace {
   // straddle the range are split, not dropped whole.
   virtual Status Invalidate(uint64_t pos, uint64_t len) = 0;
   // Sets the logical size. Shrinking drops cached data past the new size (splitting the folio
-  // across it) and zeroes the tail of the last page; growing reads zeros (or device content:
-  // see AddressSpaceOptions) from the old size.
+  // across it) and zeroes the tail of the last page; growing reads zeros from the old size. Both
+  // record zero ranges that writeback writes (see the durability contract). A size past the
+  // device's end is NoSpace.
   virtual Status Truncate(uint64_t size) = 0;
+  // kNormal / kSequential / kRandom set the readahead mode (kRandom: no readahead;
+  // kSequential: full windows from the first miss); kWillNeed reads the range asynchronously;
+  // kDontNeed writes back and drops the range's clean folios; kCollapse rebuilds clean small
+  // folios of the range into large ones (as the background scanner does).
   virtual Status Advise(uint64_t pos, uint64_t len, Advice advice) = 0;
   virtual uint64_t size() const = 0;
   virtual FolioPolicy policy() const = 0;

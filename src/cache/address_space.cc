@@ -97,6 +97,9 @@ void AddressSpaceImpl::RemoveLocked(Folio* f) {
   }
   cache_->LruRemove(f);
   CacheCounters::Sub(cache_->counters().resident[order]);
+  // Out of the index and off the LRU: nothing may reach us through it any more (a reference
+  // holder may outlive this address space and free the folio).
+  f->owner.store(nullptr, std::memory_order_release);
   UnlockFolio(f);
   cache_->PutFolio(f);  // the caller's
   cache_->PutFolio(f);  // the index's
@@ -201,6 +204,7 @@ Status AddressSpaceImpl::InsertNew(std::vector<Planned>* plan, AllocMode mode, u
       f->owner.store(this, std::memory_order_relaxed);
       f->index.store(p.index, std::memory_order_relaxed);
       f->Get();  // the caller's reference; the arena's initial one is the index's
+      NoteFolioLocked();
       index_.Store(p.index, p.order, f);
       out->push_back(f);
     }

@@ -74,7 +74,7 @@ void CompleteRead(PageCacheImpl* cache, Folio* f, const Status& status,
   } else {
     f->SetFlag(kFolioError);
   }
-  UnlockFolio(f);
+  ClearFlagsAndWake(f, kFolioLocked);
 }
 
 AsyncReader::AsyncReader(PageCacheImpl* cache) : cache_(cache), thread_([this] { Run(); }) {}

@@ -51,7 +51,7 @@ void RunRequests(BlockDevice* device, std::span<IoRequest> reqs);
 
 // Completes the read of folio f: on success zeroes the parts of f inside `zero` and marks it
 // up to date; on failure marks it kFolioError. Then unlocks it (waking sleepers). The caller
-// still holds its reference.
+// still holds its reference. The lock is not counted (see HandOffFolioLock).
 void CompleteRead(PageCacheImpl* cache, Folio* f, const Status& status,
                   std::span<const PageRange> zero);
 

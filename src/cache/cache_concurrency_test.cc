@@ -28,7 +28,7 @@ constexpr uint64_t kSharedBlocks = kSharedBytes / kPageBytes;
 constexpr uint64_t kSharedPos = 8 * kMiB;
 
 #ifdef FOLIO_TSAN
-constexpr int kOpsPerThread = 1500;
+constexpr int kOpsPerThread = 600;
 #else
 constexpr int kOpsPerThread = 6000;
 #endif

@@ -73,7 +73,8 @@ TEST(CacheReadWriteTest, UnalignedWritesReadBack) {
 
 TEST(CacheOrderTest, DynamicWriteTakesTheOrderOfLengthAndAlignment) {
   CacheEnv env;
-  MakeEnv(&env, 16 * kMiB + 8 * kKiB, SmallCacheOptions(8 * kMiB, "dynamic"));
+  // 64M: a write folio may take up to 1/16 of the cache, so 2M folios need 32M or more.
+  MakeEnv(&env, 16 * kMiB + 8 * kKiB, SmallCacheOptions(64 * kMiB, "dynamic"));
   // 64K aligned: one order-4 folio.
   WriteOk(env.as.get(), 0, Pattern(1, 0, 64 * kKiB));
   PageCacheStats s = env.cache->Stats();
@@ -89,6 +90,13 @@ TEST(CacheOrderTest, DynamicWriteTakesTheOrderOfLengthAndAlignment) {
   // 2M aligned: one order-9 folio.
   WriteOk(env.as.get(), 2 * kMiB, Pattern(3, 2 * kMiB, 2 * kMiB));
   EXPECT_EQ(env.cache->Stats().orders[9].allocs, 1u);
+  // A small cache caps the folio of a write at 1/16 of its memory.
+  {
+    CacheEnv small;
+    MakeEnv(&small, 16 * kMiB, SmallCacheOptions(8 * kMiB, "dynamic"));
+    WriteOk(small.as.get(), 2 * kMiB, Pattern(3, 2 * kMiB, 2 * kMiB));
+    EXPECT_EQ(small.cache->Stats().orders[7].allocs, 4u);  // 512K each
+  }
   // Unaligned start: the partial pages are order 0, the covered middle takes what it can.
   const uint64_t base = 8 * kMiB;  // page 2048
   WriteOk(env.as.get(), base + 100, Pattern(4, base + 100, 16 * kKiB));
@@ -226,7 +234,7 @@ TEST(CacheSplitTest, InvalidateInsideALargeFolioSplitsIt) {
 
 TEST(CacheSplitTest, TruncateSplitsKeepsDirtyHalfAndZeroesTheRest) {
   CacheEnv env;
-  MakeEnv(&env, 16 * kMiB, SmallCacheOptions(8 * kMiB, "dynamic"));
+  MakeEnv(&env, 16 * kMiB, SmallCacheOptions(64 * kMiB, "dynamic"));
   std::vector<char> d = Pattern(22, 0, 2 * kMiB);
   WriteOk(env.as.get(), 0, d);  // one dirty order-9 folio
   ASSERT_TRUE(env.as->Truncate(kMiB + 100).ok());

@@ -34,20 +34,22 @@ inline void CpuRelax() {
 std::atomic_ref<uint64_t> Seq(Folio* f) { return std::atomic_ref<uint64_t>(f->private_data); }
 
 #ifdef FOLIO_TSAN
-// Word-wise relaxed atomic copies: a reader racing with a writer is then a defined race that
-// the sequence check resolves, and TSan sees it as such.
+// TSan has no fences: byte-wise atomic copies (acquire loads, release stores) take their place,
+// so a reader racing with a writer is a defined race that the sequence check resolves.
 void RacyCopy(char* dst, const char* src, size_t n) {
   for (size_t i = 0; i < n; ++i) {
-    char c = __atomic_load_n(src + i, __ATOMIC_RELAXED);
-    __atomic_store_n(dst + i, c, __ATOMIC_RELAXED);
+    char c = __atomic_load_n(src + i, __ATOMIC_ACQUIRE);
+    __atomic_store_n(dst + i, c, __ATOMIC_RELEASE);
   }
 }
 void RacyZero(char* dst, size_t n) {
-  for (size_t i = 0; i < n; ++i) __atomic_store_n(dst + i, char{0}, __ATOMIC_RELAXED);
+  for (size_t i = 0; i < n; ++i) __atomic_store_n(dst + i, char{0}, __ATOMIC_RELEASE);
 }
+inline void SeqFence(std::memory_order) {}
 #else
 void RacyCopy(char* dst, const char* src, size_t n) { std::memcpy(dst, src, n); }
 void RacyZero(char* dst, size_t n) { std::memset(dst, 0, n); }
+inline void SeqFence(std::memory_order order) { std::atomic_thread_fence(order); }
 #endif
 
 }  // namespace
@@ -98,7 +100,7 @@ void CopyFromFolio(Folio* f, const char* src, char* dst, size_t n) {
       continue;
     }
     RacyCopy(dst, src, n);
-    std::atomic_thread_fence(std::memory_order_acquire);
+    SeqFence(std::memory_order_acquire);
     if (seq.load(std::memory_order_relaxed) == s1) return;
   }
 }
@@ -107,7 +109,7 @@ void CopyIntoFolio(Folio* f, char* dst, const char* src, size_t n) {
   std::atomic_ref<uint64_t> seq = Seq(f);
   uint64_t s = seq.load(std::memory_order_relaxed);
   seq.store(s + 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
+  SeqFence(std::memory_order_release);
   if (src != nullptr) {
     RacyCopy(dst, src, n);
   } else {

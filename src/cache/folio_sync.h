@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cache/lock_rank.h"
 #include "folio/arena.h"
 
 namespace folio::cache {
@@ -27,14 +28,26 @@ inline constexpr uint32_t kFolioWaiters = 1u << 8;     // someone sleeps on this
 inline constexpr uint32_t kFolioRaUnused = 1u << 9;    // read ahead, not yet read by a user
 inline constexpr uint32_t kFolioReclaimWb = 1u << 10;  // written back by reclaim, evict next
 
-// Takes the folio lock if it is free. Returns true on success.
-inline bool TryLockFolio(Folio* f) { return f->TestAndSetFlag(kFolioLocked); }
-
 // Clears `bits` and wakes every sleeper on the folio.
 void ClearFlagsAndWake(Folio* f, uint32_t bits);
 
+// Takes the folio lock if it is free. Returns true on success. Folio locks are counted per
+// thread in debug builds (lock_rank.h); a lock handed to another thread (an async read's
+// folios go to the I/O thread) is released from the count with HandOffFolioLock.
+inline bool TryLockFolio(Folio* f) {
+  if (!f->TestAndSetFlag(kFolioLocked)) return false;
+  RankAcquired(LockRank::kFolio);
+  return true;
+}
+// For folios created locked (InsertNew, split).
+inline void NoteFolioLocked() { RankAcquired(LockRank::kFolio); }
+inline void HandOffFolioLock() { RankReleased(LockRank::kFolio); }
+
 // REQUIRES: the caller holds the folio lock.
-inline void UnlockFolio(Folio* f) { ClearFlagsAndWake(f, kFolioLocked); }
+inline void UnlockFolio(Folio* f) {
+  RankReleased(LockRank::kFolio);
+  ClearFlagsAndWake(f, kFolioLocked);
+}
 
 // Sleeps until none of `bits` is set in f->flags.
 // REQUIRES: the caller holds no folio lock, no mapping or LRU mutex, and no reference it

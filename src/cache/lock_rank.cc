@@ -30,6 +30,8 @@ void RankReleased(LockRank rank) {
 
 void RankAssertNoneFrom(LockRank rank) { RankCheckBlock(rank); }
 
+int RankHeld(LockRank rank) { return held[static_cast<int>(rank)]; }
+
 }  // namespace folio::cache
 
 #endif  // NDEBUG

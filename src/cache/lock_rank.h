@@ -39,11 +39,13 @@ void RankAcquired(LockRank rank);
 void RankReleased(LockRank rank);
 // Checks that no lock of rank >= `rank` is held (e.g. before allocation with reclaim).
 void RankAssertNoneFrom(LockRank rank);
+int RankHeld(LockRank rank);
 #else
 inline void RankCheckBlock(LockRank) {}
 inline void RankAcquired(LockRank) {}
 inline void RankReleased(LockRank) {}
 inline void RankAssertNoneFrom(LockRank) {}
+inline int RankHeld(LockRank) { return 0; }
 #endif
 
 // RAII lock of a std::mutex at a rank.

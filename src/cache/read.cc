@@ -140,6 +140,7 @@ Status AddressSpaceImpl::ReadMiss(uint64_t index, uint64_t req_pages) {
     Folio* f = job.folios[i];
     const Status& st = job.requests[i].status;
     if (st.ok()) {
+      HandOffFolioLock();
       CompleteRead(cache_, f, st, job.zero);
       cache_->PutFolio(f);
       continue;
@@ -208,6 +209,7 @@ void AddressSpaceImpl::WillNeed(uint64_t pos, uint64_t len) {
 }
 
 void AddressSpaceImpl::SubmitAsync(std::vector<Folio*> folios, std::vector<PageRange> zero) {
+  for (size_t i = 0; i < folios.size(); ++i) HandOffFolioLock();  // the I/O thread unlocks
   auto job = std::make_unique<ReadJob>();
   job->device = device_;
   job->folios = std::move(folios);

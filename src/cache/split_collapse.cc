@@ -64,6 +64,7 @@ Folio* AddressSpaceImpl::SplitLocked(Folio* f) {
     Folio* one[1] = {upper};
     cache_->LruAdd(one);
   }
+  NoteFolioLocked();  // the upper half comes locked, like f
   upper->refcount.store(2, std::memory_order_release);
   f->refcount.store(2, std::memory_order_release);
   return upper;

@@ -101,6 +101,7 @@ void AddressSpaceImpl::WritebackBatch::Submit() {
       as_->RecordWritebackError(e);
       if (first_error_.ok()) first_error_ = e;
     }
+    HandOffFolioLock();
     ClearFlagsAndWake(f, kFolioWriteback | kFolioLocked);
     as_->cache_->PutFolio(f);
   }
