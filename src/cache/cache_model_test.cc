@@ -15,6 +15,7 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -29,7 +30,7 @@ namespace {
 constexpr uint64_t kKiB = 1024, kMiB = 1024 * 1024;
 
 #ifdef FOLIO_CACHE_MODEL_SLOW
-constexpr uint64_t kOpsScale = 20;
+constexpr uint64_t kOpsScale = 25;
 #else
 constexpr uint64_t kOpsScale = 1;
 #endif
@@ -108,6 +109,8 @@ class CacheModel {
   std::unique_ptr<FaultDevice> dev_;
   std::unique_ptr<PageCache> cache_;
   std::unique_ptr<AddressSpace> as_;
+  std::vector<char> buf_;      // reused I/O buffer (large allocations are slow under ASan)
+  std::vector<char> dev_buf_;  // the whole device, for checks
 };
 
 void CacheModel::Open(bool new_cache) {
@@ -177,7 +180,8 @@ void CacheModel::OpWrite() {
     return;
   }
   uint64_t pos = RandomPos(len);
-  std::vector<char> data(len);
+  if (buf_.size() < len) buf_.resize(len);
+  std::span<char> data(buf_.data(), len);
   const char tag = static_cast<char>(rng_());
   for (uint64_t i = 0; i < len; i += 8) {
     uint64_t v = rng_();
@@ -198,7 +202,8 @@ void CacheModel::OpWrite() {
 
 void CacheModel::OpRead(uint64_t pos, uint64_t len) {
   MODEL_TRACE("read %lu at %lu\n", len, pos);
-  std::vector<char> out(len);
+  if (buf_.size() < len) buf_.resize(len);
+  std::span<char> out(buf_.data(), len);
   Result<size_t> n = as_->Read(pos, out);
   ASSERT_TRUE(n.ok()) << "read " << len << " at " << pos << ": " << n.status().ToString();
   uint64_t want = pos >= size_ ? 0 : std::min(len, size_ - pos);
@@ -268,7 +273,8 @@ void CacheModel::OpCrash() {
   if (new_cache) cache_.reset();
   dev_->Restart();
   ASSERT_TRUE(dev_->Flush().ok());  // what survived is the new baseline
-  std::vector<char> dev(p_.device_bytes);
+  std::vector<char>& dev = dev_buf_;
+  dev.resize(p_.device_bytes);
   ASSERT_TRUE(dev_->Read(0, dev.data(), dev.size()).ok());
   for (uint64_t pg = 0; pg < p_.device_bytes / kPageBytes; ++pg) {
     const char* d = &dev[pg * kPageBytes];
@@ -284,7 +290,7 @@ void CacheModel::OpCrash() {
           << "fsync (" << v.size() << " versions)";
     }
   }
-  ref_ = std::move(dev);
+  ref_.swap(dev);
   size_ = p_.device_bytes;
   history_.clear();
   tracking_ = false;
@@ -310,7 +316,8 @@ void CacheModel::VerifyAll() {
 void CacheModel::VerifyDeviceAfterFsync() {
   OpFsync();
   if (::testing::Test::HasFatalFailure()) return;
-  std::vector<char> dev(p_.device_bytes);
+  std::vector<char>& dev = dev_buf_;
+  dev.resize(p_.device_bytes);
   ASSERT_TRUE(dev_->Read(0, dev.data(), dev.size()).ok());
   for (uint64_t pg = 0; pg < p_.device_bytes / kPageBytes; ++pg) {
     ASSERT_EQ(std::memcmp(&dev[pg * kPageBytes], &ref_[pg * kPageBytes], kPageBytes), 0)
@@ -394,11 +401,11 @@ TEST_P(CacheModelTest, MatchesReferenceAndSurvivesCrashes) {
 
 INSTANTIATE_TEST_SUITE_P(
     Policies, CacheModelTest,
-    ::testing::Values(ModelParams{"4k", 16 * kMiB, 2 * kMiB, 0, false, 20000, 101},
-                      ModelParams{"fixed:64K", 16 * kMiB, 4 * kMiB, 1, true, 20000, 202},
-                      ModelParams{"dynamic", 16 * kMiB, 2 * kMiB, 0, false, 20000, 303},
-                      ModelParams{"dynamic", 32 * kMiB, 4 * kMiB, 1, true, 20000, 404},
-                      ModelParams{"fixed:16K", 16 * kMiB, 2 * kMiB, 2, false, 20000, 505}));
+    ::testing::Values(ModelParams{"4k", 16 * kMiB, 2 * kMiB, 0, false, 10000, 101},
+                      ModelParams{"fixed:64K", 16 * kMiB, 4 * kMiB, 1, true, 10000, 202},
+                      ModelParams{"dynamic", 16 * kMiB, 2 * kMiB, 0, false, 10000, 303},
+                      ModelParams{"dynamic", 32 * kMiB, 4 * kMiB, 1, true, 6000, 404},
+                      ModelParams{"fixed:16K", 16 * kMiB, 2 * kMiB, 2, false, 10000, 505}));
 
 }  // namespace
 }  // namespace folio
