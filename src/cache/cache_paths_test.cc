@@ -2,9 +2,11 @@
 // readahead ramp, split / collapse, eviction order, writeback errors, throttling, truncation.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cache/cache_test_util.h"
@@ -277,6 +279,71 @@ TEST(CacheCollapseTest, AdviseCollapseBuildsALargeFolioFromCleanSmallOnes) {
   ASSERT_TRUE(env.as->Fsync().ok());
   EXPECT_EQ(env.cache->ScanCollapseOnce(), 1u);
   EXPECT_EQ(env.cache->Stats().orders[1].collapses, 1u);
+}
+
+TEST(CacheFallbackTest, FragmentedArenaFallsBackToSmallerOrders) {
+  // A 2M cache filled by a 4k-policy file of exactly 2M, written in order (so folio frames
+  // follow page order); every page but each 16th is then read (referenced), so reclaim
+  // evicts scattered frames and no free 64K block appears: a 64K write falls back.
+  auto small_dev = cache_test::NewFaultMem(2 * kMiB);
+  auto big_dev = cache_test::NewFaultMem(16 * kMiB);
+  auto cache = std::move(PageCache::Create(SmallCacheOptions(2 * kMiB, "dynamic")).value());
+  AddressSpaceOptions ao;
+  ao.override_policy = true;
+  ao.policy = *FolioPolicy::Parse("4k");
+  auto a = std::move(cache->Open(small_dev.get(), ao).value());
+  WriteOk(a.get(), 0, Pattern(80, 0, 2 * kMiB));
+  ASSERT_TRUE(a->Fsync().ok());
+  ASSERT_EQ(cache->Stats().resident_bytes, 2 * kMiB);
+  for (uint64_t p = 0; p < 2 * kMiB; p += 4096) {
+    if ((p / 4096) % 16 != 0) {
+      ASSERT_EQ(ReadOk(a.get(), p, 4096).size(), 4096u);
+    }
+  }
+  auto b = std::move(cache->Open(big_dev.get(), AddressSpaceOptions{}).value());
+  std::vector<char> d = Pattern(81, 0, 64 * kKiB);
+  WriteOk(b.get(), 0, d);
+  PageCacheStats s = cache->Stats();
+  EXPECT_GE(s.orders[4].fallbacks, 1u);
+  EXPECT_EQ(s.orders[4].allocs, 0u);
+  EXPECT_GE(cache->arena()->Stats().orders[4].fallbacks, 1u);
+  EXPECT_EQ(ReadOk(b.get(), 0, 64 * kKiB), d);
+  EXPECT_EQ(ReadOk(a.get(), 0, 2 * kMiB), Pattern(80, 0, 2 * kMiB));
+  b.reset();
+  a.reset();
+}
+
+TEST(CacheAdviseTest, RandomWillNeedDontNeed) {
+  CacheEnv env;
+  MakeEnv(&env, 32 * kMiB, SmallCacheOptions(16 * kMiB, "dynamic"));
+  FillDevice(env.device.get(), 8 * kMiB, 91);
+  // Random: sequential reads do not read ahead.
+  ASSERT_TRUE(env.as->Advise(0, 0, Advice::kRandom).ok());
+  for (uint64_t p = 0; p < 256 * kKiB; p += 4096) ReadOk(env.as.get(), p, 4096);
+  EXPECT_EQ(env.cache->Stats().readahead_windows, 0u);
+  EXPECT_EQ(env.cache->Stats().orders[0].misses, 64u);
+  ASSERT_TRUE(env.as->Advise(0, 0, Advice::kNormal).ok());
+  // WillNeed: the range arrives asynchronously, in large folios; reads then hit.
+  ASSERT_TRUE(env.as->Advise(2 * kMiB, 2 * kMiB, Advice::kWillNeed).ok());
+  for (int i = 0; i < 5000 && env.cache->Stats().resident_bytes < 2 * kMiB + 256 * kKiB; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const uint64_t misses_before = env.cache->Stats().orders[0].misses;
+  for (uint64_t p = 2 * kMiB; p < 4 * kMiB; p += 64 * kKiB) {
+    ASSERT_EQ(ReadOk(env.as.get(), p, 64 * kKiB), Pattern(91, p, 64 * kKiB));
+  }
+  PageCacheStats s = env.cache->Stats();
+  EXPECT_EQ(s.orders[0].misses, misses_before);
+  EXPECT_EQ(s.orders[9].misses, 1u);  // 2M aligned, 2M long: one folio
+  // DontNeed: written back and dropped.
+  WriteOk(env.as.get(), 2 * kMiB, Pattern(92, 2 * kMiB, 4096));
+  ASSERT_TRUE(env.as->Advise(2 * kMiB, 2 * kMiB, Advice::kDontNeed).ok());
+  s = env.cache->Stats();
+  EXPECT_EQ(s.dirty_bytes, 0u);
+  EXPECT_EQ(s.resident_bytes, 256 * kKiB);
+  std::vector<char> dev(4096);
+  ASSERT_TRUE(env.device->Read(2 * kMiB, dev.data(), dev.size()).ok());
+  EXPECT_EQ(dev, Pattern(92, 2 * kMiB, 4096));
 }
 
 }  // namespace
