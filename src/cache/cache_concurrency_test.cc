@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstring>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -55,91 +56,127 @@ struct Fixture {
   }
 };
 
-void Worker(Fixture* fx, SharedBlocks* shared, int id, uint64_t seed, std::atomic<int>* failures) {
-  std::mt19937_64 rng(seed + id);
-  const int as_index = id % 2;
-  AddressSpace* as = fx->spaces[as_index].get();
-  AddressSpace* other = fx->spaces[1 - as_index].get();
-  const uint64_t base = static_cast<uint64_t>(id / 2) * kRegionBytes;
-  std::vector<char> ref(kRegionBytes, 0);
-  std::vector<char> buf;
-  auto fail = [&](const std::string& what) {
-    if (failures->fetch_add(1) < 5) ADD_FAILURE() << "thread " << id << ": " << what;
-  };
-  for (int op = 0; op < kOpsPerThread && failures->load() == 0; ++op) {
-    const uint64_t r = rng() % 100;
-    if (r < 30) {  // write own region
-      uint64_t len = 1 + rng() % (rng() % 4 == 0 ? 64 * kKiB : 6 * kKiB);
-      uint64_t off = rng() % (kRegionBytes - len + 1);
-      buf.resize(len);
-      for (char& c : buf) c = static_cast<char>(rng());
-      std::memcpy(&ref[off], buf.data(), len);
-      Result<size_t> n = as->Write(base + off, buf);
-      if (!n.ok() || *n != len) fail("write: " + n.status().ToString());
-    } else if (r < 60) {  // read own region
-      uint64_t len = 1 + rng() % (32 * kKiB);
-      uint64_t off = rng() % (kRegionBytes - len + 1);
-      buf.resize(len);
-      Result<size_t> n = as->Read(base + off, buf);
-      if (!n.ok() || *n != len) {
-        fail("read: " + n.status().ToString());
-      } else if (std::memcmp(buf.data(), &ref[off], len) != 0) {
-        fail("own region differs at " + std::to_string(base + off));
+class Worker {
+ public:
+  Worker(Fixture* fx, SharedBlocks* shared, int id, uint64_t seed, std::atomic<int>* failures)
+      : shared_(shared),
+        id_(id),
+        failures_(failures),
+        rng_(seed + id),
+        as_index_(id % 2),
+        as_(fx->spaces[as_index_].get()),
+        other_(fx->spaces[1 - as_index_].get()),
+        base_(static_cast<uint64_t>(id / 2) * kRegionBytes),
+        ref_(kRegionBytes, 0) {}
+
+  void Run() {
+    for (int op = 0; op < kOpsPerThread && failures_->load() == 0; ++op) {
+      const uint64_t r = rng_() % 100;
+      if (r < 30) {
+        WriteOwn();
+      } else if (r < 60) {
+        ReadOwn();
+      } else if (r < 75) {
+        WriteShared();
+      } else if (r < 92) {
+        ReadShared();
+      } else if (r < 95) {
+        (void)as_->Invalidate(base_ + rng_() % kRegionBytes, rng_() % (64 * kKiB));
+      } else if (r < 97) {
+        (void)as_->Advise(base_, kRegionBytes, Advice::kCollapse);
+      } else if (r < 98) {
+        (void)as_->Advise(kSharedPos, kSharedBytes,
+                          rng_() % 2 ? Advice::kWillNeed : Advice::kDontNeed);
+      } else {
+        Status st = as_->Fsync();
+        if (!st.ok()) Fail("fsync: " + st.ToString());
       }
-    } else if (r < 75) {  // write shared blocks, either address space
-      int s = rng() % 2;
-      AddressSpace* target = s == as_index ? as : other;
-      uint64_t block = rng() % kSharedBlocks;
-      uint64_t count = 1 + rng() % std::min<uint64_t>(8, kSharedBlocks - block);
-      buf.resize(count * kPageBytes);
-      for (uint64_t b = 0; b < count; ++b) {
-        uint8_t tag = static_cast<uint8_t>(1 + rng() % 255);
-        shared->Announce(s, block + b, tag);
-        std::memset(&buf[b * kPageBytes], tag, kPageBytes);
-      }
-      Result<size_t> n = target->Write(kSharedPos + block * kPageBytes, buf);
-      if (!n.ok()) fail("shared write: " + n.status().ToString());
-    } else if (r < 92) {  // read shared blocks
-      int s = rng() % 2;
-      AddressSpace* target = s == as_index ? as : other;
-      uint64_t block = rng() % kSharedBlocks;
-      uint64_t count = 1 + rng() % std::min<uint64_t>(16, kSharedBlocks - block);
-      buf.resize(count * kPageBytes);
-      Result<size_t> n = target->Read(kSharedPos + block * kPageBytes, buf);
-      if (!n.ok()) {
-        fail("shared read: " + n.status().ToString());
-        continue;
-      }
-      for (uint64_t b = 0; b < count; ++b) {
-        const char* p = &buf[b * kPageBytes];
-        const uint8_t tag = static_cast<uint8_t>(p[0]);
-        for (uint64_t i = 1; i < kPageBytes; ++i) {
-          if (p[i] != p[0]) {
-            fail("torn shared block " + std::to_string(block + b));
-            break;
-          }
-        }
-        if (!shared->Announced(s, block + b, tag)) {
-          fail("shared block " + std::to_string(block + b) + " holds unwritten tag " +
-               std::to_string(tag));
-        }
-      }
-    } else if (r < 95) {
-      (void)as->Invalidate(base + rng() % kRegionBytes, rng() % (64 * kKiB));
-    } else if (r < 97) {
-      (void)as->Advise(base, kRegionBytes, Advice::kCollapse);
-    } else if (r < 98) {
-      (void)as->Advise(kSharedPos, kSharedBytes, rng() % 2 ? Advice::kWillNeed : Advice::kDontNeed);
-    } else {
-      Status st = as->Fsync();
-      if (!st.ok()) fail("fsync: " + st.ToString());
+    }
+    buf_.resize(kRegionBytes);
+    Result<size_t> n = as_->Read(base_, buf_);
+    if (!n.ok() || buf_ != ref_) Fail("final check of the own region");
+  }
+
+ private:
+  void Fail(const std::string& what) {
+    if (failures_->fetch_add(1) < 5) ADD_FAILURE() << "thread " << id_ << ": " << what;
+  }
+
+  void WriteOwn() {
+    uint64_t len = 1 + rng_() % (rng_() % 4 == 0 ? 64 * kKiB : 6 * kKiB);
+    uint64_t off = rng_() % (kRegionBytes - len + 1);
+    buf_.resize(len);
+    for (char& c : buf_) c = static_cast<char>(rng_());
+    std::memcpy(&ref_[off], buf_.data(), len);
+    Result<size_t> n = as_->Write(base_ + off, buf_);
+    if (!n.ok() || *n != len) Fail("write: " + n.status().ToString());
+  }
+
+  void ReadOwn() {
+    uint64_t len = 1 + rng_() % (32 * kKiB);
+    uint64_t off = rng_() % (kRegionBytes - len + 1);
+    buf_.resize(len);
+    Result<size_t> n = as_->Read(base_ + off, buf_);
+    if (!n.ok() || *n != len) {
+      Fail("read: " + n.status().ToString());
+    } else if (std::memcmp(buf_.data(), &ref_[off], len) != 0) {
+      Fail("own region differs at " + std::to_string(base_ + off));
     }
   }
-  // Final check of the whole own region.
-  buf.resize(kRegionBytes);
-  Result<size_t> n = as->Read(base, buf);
-  if (!n.ok() || buf != ref) fail("final check of the own region");
-}
+
+  void WriteShared() {
+    const int s = static_cast<int>(rng_() % 2);
+    AddressSpace* target = s == as_index_ ? as_ : other_;
+    uint64_t block = rng_() % kSharedBlocks;
+    uint64_t count = 1 + rng_() % std::min<uint64_t>(8, kSharedBlocks - block);
+    buf_.resize(count * kPageBytes);
+    for (uint64_t b = 0; b < count; ++b) {
+      uint8_t tag = static_cast<uint8_t>(1 + rng_() % 255);
+      shared_->Announce(s, block + b, tag);
+      std::memset(&buf_[b * kPageBytes], tag, kPageBytes);
+    }
+    Result<size_t> n = target->Write(kSharedPos + block * kPageBytes, buf_);
+    if (!n.ok()) Fail("shared write: " + n.status().ToString());
+  }
+
+  void ReadShared() {
+    const int s = static_cast<int>(rng_() % 2);
+    AddressSpace* target = s == as_index_ ? as_ : other_;
+    uint64_t block = rng_() % kSharedBlocks;
+    uint64_t count = 1 + rng_() % std::min<uint64_t>(16, kSharedBlocks - block);
+    buf_.resize(count * kPageBytes);
+    Result<size_t> n = target->Read(kSharedPos + block * kPageBytes, buf_);
+    if (!n.ok()) {
+      Fail("shared read: " + n.status().ToString());
+      return;
+    }
+    for (uint64_t b = 0; b < count; ++b) {
+      const char* p = &buf_[b * kPageBytes];
+      const uint8_t tag = static_cast<uint8_t>(p[0]);
+      for (uint64_t i = 1; i < kPageBytes; ++i) {
+        if (p[i] != p[0]) {
+          Fail("torn shared block " + std::to_string(block + b));
+          break;
+        }
+      }
+      if (!shared_->Announced(s, block + b, tag)) {
+        Fail("shared block " + std::to_string(block + b) + " holds unwritten tag " +
+             std::to_string(tag));
+      }
+    }
+  }
+
+  SharedBlocks* const shared_;
+  const int id_;
+  std::atomic<int>* const failures_;
+  std::mt19937_64 rng_;
+  const int as_index_;
+  AddressSpace* const as_;
+  AddressSpace* const other_;
+  const uint64_t base_;
+  std::vector<char> ref_;
+  std::vector<char> buf_;
+};
 
 void RunConcurrent(const char* policy0, const char* policy1, int threads) {
   Fixture fx;
@@ -169,7 +206,7 @@ void RunConcurrent(const char* policy0, const char* policy1, int threads) {
   std::atomic<int> failures{0};
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
-    workers.emplace_back(Worker, &fx, shared.get(), t, seed, &failures);
+    workers.emplace_back([&, t] { Worker(&fx, shared.get(), t, seed, &failures).Run(); });
   }
   for (std::thread& t : workers) t.join();
   EXPECT_EQ(failures.load(), 0);
