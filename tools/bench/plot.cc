@@ -16,6 +16,7 @@ constexpr int kGroupGap = 36;
 constexpr int kLeft = 90;
 constexpr int kPanelH = 260;
 
+// index: the engine's rank among the fixed-size engines of the run.
 const char* EngineColor(const EngineSpec& e, int index) {
   switch (e.kind) {
     case EngineSpec::Kind::kKernel: return "#8c8c8c";
@@ -23,7 +24,7 @@ const char* EngineColor(const EngineSpec& e, int index) {
     case EngineSpec::Kind::kFolioDynamic: return "#59a14f";
     case EngineSpec::Kind::kFolioFixed: break;
   }
-  static const char* kFixed[] = {"#f28e2b", "#e15759", "#b07aa1", "#edc948"};
+  static const char* kFixed[] = {"#f28e2b", "#b07aa1", "#e15759", "#edc948"};
   return kFixed[index % 4];
 }
 
@@ -65,6 +66,26 @@ struct Svg {
   }
 };
 
+int FixedRank(const std::vector<EngineSpec>& engines, size_t e) {
+  int rank = 0;
+  for (size_t i = 0; i < e; ++i) rank += engines[i].kind == EngineSpec::Kind::kFolioFixed;
+  return rank;
+}
+
+// A bar's tag in the resident panel: "4k", "64k" (fixed), "dyn".
+std::string ShortTag(const EngineSpec& e) {
+  switch (e.kind) {
+    case EngineSpec::Kind::kFolio4k: return "4k";
+    case EngineSpec::Kind::kFolioDynamic: return "dyn";
+    case EngineSpec::Kind::kFolioFixed: {
+      std::string s = e.Name().substr(12);  // after "folio:fixed:"
+      return s;
+    }
+    case EngineSpec::Kind::kKernel: break;
+  }
+  return "kernel";
+}
+
 // Jobs in first-seen order.
 std::vector<std::string> JobNames(const std::vector<RunResult>& runs) {
   std::vector<std::string> names;
@@ -78,7 +99,9 @@ std::vector<std::string> JobNames(const std::vector<RunResult>& runs) {
 
 // Y axis with gridlines from 0 to top (in value units) over [y0 - h, y0].
 double DrawYAxis(Svg* svg, double max_value, double y0, double h, double width, bool bytes) {
-  const double step = NiceStep(max_value, 5);
+  double unit = 1;  // bytes: steps of 1, 2 or 5 K / M / G, so labels stay round
+  while (bytes && max_value / unit >= 1024 && unit < 1099511627776.0) unit *= 1024;
+  const double step = NiceStep(max_value / unit, 5) * unit;
   const double top = step * std::ceil(max_value / step);
   for (double v = 0; v <= top + step / 2; v += step) {
     const double y = y0 - h * (v / top);
@@ -93,7 +116,7 @@ void DrawIopsPanel(Svg* svg, const std::vector<RunResult>& runs,
                    const std::vector<std::string>& jobs, const std::vector<EngineSpec>& engines,
                    double y_top, double width) {
   const double y0 = y_top + kPanelH;
-  svg->Text(kLeft, y_top - 24, "IOPS per job and engine (higher is better)",
+  svg->Text(kLeft, y_top - 38, "IOPS per job and engine (higher is better)",
             "font-size=\"15\" font-weight=\"bold\"");
   double max_iops = 1;
   for (const RunResult& r : runs) max_iops = std::max(max_iops, r.iops());
@@ -109,7 +132,7 @@ void DrawIopsPanel(Svg* svg, const std::vector<RunResult>& runs,
         if (r.job.name != jobs[g] || !(r.engine == engines[e])) continue;
         const double h = kPanelH * r.iops() / top;
         const double x = gx + static_cast<double>(e * kBarW);
-        svg->Rect(x + 2, y0 - h, kBarW - 4, h, EngineColor(engines[e], static_cast<int>(e)));
+        svg->Rect(x + 2, y0 - h, kBarW - 4, h, EngineColor(engines[e], FixedRank(engines, e)));
         svg->Text(x + kBarW / 2.0, y0 - h - 4, FormatIops(r.iops()),
                   "text-anchor=\"middle\" font-size=\"10\"");
       }
@@ -117,11 +140,11 @@ void DrawIopsPanel(Svg* svg, const std::vector<RunResult>& runs,
     svg->Text(gx + (group_w - kGroupGap) / 2.0, y0 + 18, jobs[g],
               "text-anchor=\"middle\" font-size=\"12\"");
   }
-  // Legend.
-  double lx = kLeft + 330;
+  // Legend, on its own row under the title.
+  double lx = kLeft;
   for (size_t e = 0; e < engines.size(); ++e) {
-    svg->Rect(lx, y_top - 36, 12, 12, EngineColor(engines[e], static_cast<int>(e)));
-    svg->Text(lx + 16, y_top - 26, engines[e].Name(), "font-size=\"12\"");
+    svg->Rect(lx, y_top - 26, 12, 12, EngineColor(engines[e], FixedRank(engines, e)));
+    svg->Text(lx + 16, y_top - 16, engines[e].Name(), "font-size=\"12\"");
     lx += 30 + 7.0 * static_cast<double>(engines[e].Name().size());
   }
 }
@@ -130,7 +153,7 @@ void DrawResidentPanel(Svg* svg, const std::vector<RunResult>& runs,
                        const std::vector<std::string>& jobs,
                        const std::vector<EngineSpec>& engines, double y_top, double width) {
   const double y0 = y_top + kPanelH;
-  svg->Text(kLeft, y_top - 24, "Page cache resident bytes per folio size at the end of each "
+  svg->Text(kLeft, y_top - 38, "Page cache resident bytes per folio size at the end of each "
             "folio run", "font-size=\"15\" font-weight=\"bold\"");
   double max_bytes = 0;
   bool orders_used[kNumOrders] = {};
@@ -172,21 +195,27 @@ void DrawResidentPanel(Svg* svg, const std::vector<RunResult>& runs,
         svg->Text(x + kBarW / 2.0, y - 4, BytesLabel(static_cast<double>(r.folio.cache.resident_bytes)),
                   "text-anchor=\"middle\" font-size=\"10\"");
         // Which engine the bar is: a short tag under it.
-        std::string tag = r.engine.PolicyName();
-        svg->Text(x + kBarW / 2.0, y0 + 12, tag, "text-anchor=\"middle\" font-size=\"8\"");
+        svg->Text(x + kBarW / 2.0, y0 + 13, ShortTag(r.engine), "text-anchor=\"middle\" "
+                  "font-size=\"10\"");
       }
     }
     svg->Text(gx + (group_w - kGroupGap) / 2.0, y0 + 28, jobs[g],
               "text-anchor=\"middle\" font-size=\"12\"");
   }
-  double lx = kLeft + 420;
-  svg->Text(lx - 4, y_top - 5, "folio size:", "text-anchor=\"end\" font-size=\"12\"");
+  svg->Text(kLeft, y_top - 16, "folio size:", "font-size=\"12\"");
+  double lx = kLeft + 70;
   for (int o = 0; o < kNumOrders; ++o) {
     if (!orders_used[o]) continue;
-    svg->Rect(lx, y_top - 15, 12, 12, OrderColor(o));
-    svg->Text(lx + 16, y_top - 5, FormatSize(OrderBytes(o)), "font-size=\"12\"");
+    svg->Rect(lx, y_top - 26, 12, 12, OrderColor(o));
+    svg->Text(lx + 16, y_top - 16, FormatSize(OrderBytes(o)), "font-size=\"12\"");
     lx += 56;
   }
+  std::string key;
+  for (const EngineSpec& e : engines) {
+    if (!e.is_folio()) continue;
+    key += (key.empty() ? "bars: " : ", ") + ShortTag(e) + " = " + e.Name();
+  }
+  svg->Text(kLeft, y0 + 48, key, "font-size=\"11\" fill=\"#555\"");
 }
 
 }  // namespace
@@ -223,10 +252,10 @@ std::string RenderPlotSvg(const std::vector<RunResult>& runs) {
     }
   }
   const int group_w = static_cast<int>(engines.size()) * kBarW + kGroupGap;
-  const double width = std::max(980.0, kLeft + 40.0 + static_cast<double>(jobs.size() * group_w));
-  const double panel1_top = 80;
-  const double panel2_top = panel1_top + kPanelH + 110;
-  const double height = panel2_top + kPanelH + 60;
+  const double width = std::max(760.0, kLeft + 40.0 + static_cast<double>(jobs.size() * group_w));
+  const double panel1_top = 95;
+  const double panel2_top = panel1_top + kPanelH + 125;
+  const double height = panel2_top + kPanelH + 64;
   Svg svg;
   svg.Rect(0, 0, width, height, "white");
   svg.Text(kLeft, 30, "folio bench", "font-size=\"18\" font-weight=\"bold\"");

@@ -30,6 +30,18 @@ std::string FormatCount(uint64_t n) {
   return std::to_string(n);
 }
 
+// "996K", "1.5M", "64K": three significant digits at most.
+std::string ShortBytes(double bytes) {
+  static const char* kUnits[] = {"", "K", "M", "G", "T"};
+  int u = 0;
+  while (u < 4 && bytes >= 1024) {
+    bytes /= 1024;
+    ++u;
+  }
+  return Printf(bytes < 10 && bytes != static_cast<double>(static_cast<uint64_t>(bytes))
+                    ? "%.1f" : "%.0f", bytes) + kUnits[u];
+}
+
 std::string JobLine(const RunResult& r) {
   const JobSpec& j = r.job;
   std::string s =
@@ -76,9 +88,10 @@ std::string FolioLine(const RunResult& r) {
          ResidentByOrder(f.cache) + ", readahead " + FormatCount(f.cache.readahead_windows) +
          " windows, writeback " + FormatCount(f.cache.writeback_requests) + " req";
     if (f.cache.writeback_requests != 0) {
-      s += " (mean " + FormatSize(f.cache.writeback_bytes / f.cache.writeback_requests) + ")";
+      s += " (mean " + ShortBytes(static_cast<double>(f.cache.writeback_bytes) /
+                                  static_cast<double>(f.cache.writeback_requests)) + ")";
     } else if (wb.count != 0) {
-      s += " (mean " + FormatSize(static_cast<uint64_t>(wb.Mean())) + ")";
+      s += " (mean " + ShortBytes(wb.Mean()) + ")";
     }
     s += ", fallbacks " + FormatCount(fallbacks) + ", evictions " +
          FormatCount(f.cache.evictions);
