@@ -74,8 +74,8 @@ std::string FormatElapsed(uint64_t ms) {
 std::string FormatProgressLine(std::string_view operation, uint64_t elapsed_ms, uint64_t done,
                                uint64_t total, ProgressUnit unit, std::string_view detail) {
   std::string line(operation);
-  line += "  ";
-  line += FormatElapsed(elapsed_ms);
+  // A timed run's done/total already is its elapsed time.
+  if (unit != ProgressUnit::kSeconds) line += "  " + FormatElapsed(elapsed_ms);
   const double secs = static_cast<double>(elapsed_ms) / 1000.0;
   const double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
   switch (unit) {

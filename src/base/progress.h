@@ -27,7 +27,8 @@ enum class ProgressMode {
 enum class ProgressUnit {
   kItems,    // done/total are counts; rate is items/s
   kBytes,    // done/total are bytes; shown as sizes; rate is bytes/s
-  kSeconds,  // done/total are milliseconds of a timed run; no rate (the detail carries one)
+  kSeconds,  // done/total are milliseconds of a timed run (shown instead of the elapsed
+             // time); no rate (the detail carries one)
 };
 
 struct ProgressOptions {

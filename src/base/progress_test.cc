@@ -105,7 +105,8 @@ TEST_F(ProgressTest, DetailAppearsOnTheNextDraw) {
   p.Update(2000);
   std::string out = Drain(fds_[0]);
   EXPECT_NE(out.find("IOPS 251k"), std::string::npos) << out;
-  EXPECT_NE(out.find("2.0s/8.0s"), std::string::npos) << out;
+  EXPECT_NE(out.find("4k-randread kernel  2.0s/8.0s  ETA 6.0s  IOPS 251k"), std::string::npos)
+      << out;
   EXPECT_NE(out.find("ETA 6.0s"), std::string::npos) << out;
 }
 
