@@ -387,8 +387,20 @@ void CacheModel::Run(uint64_t ops) {
 }
 
 class CacheModelTest : public ::testing::TestWithParam<ModelParams> {};
+// The slow variant (same source, label "slow") gets its own suite name so that ctest names
+// stay unique.
+#ifdef FOLIO_CACHE_MODEL_SLOW
+using CacheModelSlowTest = CacheModelTest;
+#define FOLIO_MODEL_SUITE CacheModelSlowTest
+#else
+#define FOLIO_MODEL_SUITE CacheModelTest
+#endif
+// One more macro level so that FOLIO_MODEL_SUITE is expanded before gtest pastes it.
+#define FOLIO_MODEL_TEST_P(suite, name) TEST_P(suite, name)
+#define FOLIO_MODEL_INSTANTIATE(prefix, suite, ...) \
+  INSTANTIATE_TEST_SUITE_P(prefix, suite, __VA_ARGS__)
 
-TEST_P(CacheModelTest, MatchesReferenceAndSurvivesCrashes) {
+FOLIO_MODEL_TEST_P(FOLIO_MODEL_SUITE, MatchesReferenceAndSurvivesCrashes) {
   const ModelParams& p = GetParam();
   uint64_t ops = p.ops * kOpsScale;
   if (const char* s = std::getenv("FOLIO_MODEL_OPS")) ops = std::strtoull(s, nullptr, 0);
@@ -399,8 +411,8 @@ TEST_P(CacheModelTest, MatchesReferenceAndSurvivesCrashes) {
   if (HasFailure()) ADD_FAILURE() << "reproduce with FOLIO_SEED=" << seed;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Policies, CacheModelTest,
+FOLIO_MODEL_INSTANTIATE(
+    Policies, FOLIO_MODEL_SUITE,
     ::testing::Values(ModelParams{"4k", 16 * kMiB, 2 * kMiB, 0, false, 10000, 101},
                       ModelParams{"fixed:64K", 16 * kMiB, 4 * kMiB, 1, true, 10000, 202},
                       ModelParams{"dynamic", 16 * kMiB, 2 * kMiB, 0, false, 10000, 303},
