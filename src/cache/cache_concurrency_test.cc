@@ -10,6 +10,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <string>
@@ -23,10 +24,11 @@ namespace folio {
 namespace {
 
 constexpr uint64_t kKiB = 1024, kMiB = 1024 * 1024;
-constexpr uint64_t kRegionBytes = 512 * kKiB;
+constexpr uint64_t kRegionBytes = 1024 * kKiB;
 constexpr uint64_t kSharedBytes = 256 * kKiB;
 constexpr uint64_t kSharedBlocks = kSharedBytes / kPageBytes;
 constexpr uint64_t kSharedPos = 8 * kMiB;
+constexpr uint64_t kTruncateFloor = kSharedPos + kSharedBytes;
 
 #ifdef FOLIO_TSAN
 constexpr int kOpsPerThread = 600;
@@ -204,11 +206,29 @@ void RunConcurrent(const char* policy0, const char* policy1, int threads) {
   const uint64_t seed = cache_test::SeedOr(77);
   SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
   std::atomic<int> failures{0};
+  std::atomic<int> running{threads};
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] { Worker(&fx, shared.get(), t, seed, &failures).Run(); });
+    workers.emplace_back([&, t] {
+      Worker(&fx, shared.get(), t, seed, &failures).Run();
+      running.fetch_sub(1);
+    });
   }
+  // Truncations past every checked region (shrinks split and drop folios, record zero ranges
+  // that writeback materialises) while the workers run.
+  std::thread truncator([&] {
+    std::mt19937_64 rng(seed);
+    while (running.load() > 0) {
+      for (auto& as : fx.spaces) {
+        uint64_t size = kTruncateFloor + rng() % (16 * kMiB - kTruncateFloor + 1);
+        Status s = as->Truncate(size);
+        if (!s.ok()) ADD_FAILURE() << s.ToString();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
   for (std::thread& t : workers) t.join();
+  truncator.join();
   EXPECT_EQ(failures.load(), 0);
   for (auto& as : fx.spaces) EXPECT_TRUE(as->Fsync().ok());
   PageCacheStats s = fx.cache->Stats();
