@@ -12,9 +12,12 @@
 //      lock; writeback holds the folio lock from clearing kFolioDirty until its write
 //      completed (stable pages: writers wait on the lock).
 //   4. Every byte at or past the logical size reads as zero once the size grows over it: a
-//      growth or a shrink records the affected whole pages as zero ranges (and zeroes the
-//      partial page in the cache); device reads of those pages are zeroed in memory until a
-//      writeback pass has written the zeros (before any folio data of the same pass).
+//      growth or a shrink drops the cached folios of the affected whole pages, then records
+//      them as zero ranges (the partial page is zeroed in the cache, dirty). Device reads of
+//      those pages are zeroed in memory (the overlap is noted when the folio is inserted) until
+//      a writeback pass has written the zeros. A pass writes every pending zero range before
+//      any folio, and skips a dirty folio that overlaps a range recorded after its zeros went
+//      out (the next pass writes zeros, then the folio): zeros never land over newer data.
 //
 // Durability: Write() data reaches the device through writeback (background threads, reclaim,
 // Fsync); it is durable once an Fsync() that started after the Write returned OK. After a

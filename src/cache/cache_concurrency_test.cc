@@ -31,7 +31,7 @@ constexpr uint64_t kSharedPos = 8 * kMiB;
 constexpr uint64_t kTruncateFloor = kSharedPos + kSharedBytes;
 
 #ifdef FOLIO_TSAN
-constexpr int kOpsPerThread = 600;
+constexpr int kOpsPerThread = 400;
 #else
 constexpr int kOpsPerThread = 6000;
 #endif
