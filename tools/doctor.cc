@@ -179,8 +179,9 @@ Command AddDoctorCommand(CLI::App& root) {
   CLI::App* sub = root.add_subcommand(
       "doctor", "Report what this machine offers for Folio: page size, THP and hugetlb, "
                 "io_uring, O_DIRECT, /dev/fuse, CPU features.");
-  sub->add_option("--dir", args->dir, "Directory in which to test O_DIRECT")
-      ->default_str("/tmp");
+  sub->add_option("--dir", args->dir, "Directory in which to test O_DIRECT and io_uring")
+      ->default_str("/tmp")
+      ->type_name("DIR");
   sub->add_flag("--json", args->json, "Print a JSON object instead of a table");
   return Command{sub, [args] { return RunDoctor(*args); }};
 }

@@ -103,17 +103,23 @@ Command AddBenchCommand(CLI::App& root) {
   sub->add_option("--engine", args->engines,
                   "Comma-separated engines: kernel, folio:4k, folio:dynamic, "
                   "folio:fixed:SIZE (e.g. folio:fixed:64k)")
-      ->default_str(std::string(bench::kDefaultEngines));
+      ->default_str(std::string(bench::kDefaultEngines))
+      ->type_name("LIST");
   sub->add_option("--cache", args->cache,
-                  "Folio page cache memory (e.g. 1G); default a quarter of physical memory");
+                  "Folio page cache memory (e.g. 1G); default a quarter of physical memory")
+      ->type_name("SIZE");
   sub->add_option("--dir", args->dir,
                   "Where temporary data files go (a fresh directory inside it); default "
-                  "$TMPDIR or /tmp");
+                  "$TMPDIR or /tmp")
+      ->type_name("DIR");
   sub->add_option("--output-format", args->output_format, "normal (tables) or json (fio's shape)")
-      ->default_str("normal");
-  sub->add_option("--plot", args->plot, "Also write an SVG chart of IOPS and folio sizes");
-  sub->add_option("--seed", args->seed, "Seed of the workers' offset generators; default random");
-  sub->add_option("JOBFILE", args->jobfiles, "fio job files")->required();
+      ->default_str("normal")
+      ->type_name("FORMAT");
+  sub->add_option("--plot", args->plot, "Also write an SVG chart of IOPS and folio sizes")
+      ->type_name("FILE.svg");
+  sub->add_option("--seed", args->seed, "Seed of the workers' offset generators; default random")
+      ->type_name("N");
+  sub->add_option("JOBFILE", args->jobfiles, "fio job files")->required()->type_name("");
   sub->footer(
       "Job files: fio's INI format ([global] and job sections). Keys: rw, bs, size, filename, "
       "iodepth, numjobs, runtime, time_based, direct, rwmixread, ramp_time, pre_read; ioengine, "
