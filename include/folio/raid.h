@@ -75,7 +75,9 @@ struct RaidCreateOptions {
   uint64_t unit_bytes = 0;          // stripe cache unit: 0 = dynamic, else 4K..chunk
   uint64_t member_data_bytes = 0;   // 0 = as much as the smallest member holds
   bool assume_clean = false;        // skip the initial resync (members known to be zeroed)
-  uint64_t bitmap_region_bytes = 0; // 0 = automatic (bitmap of at most 32768 regions)
+  // Member bytes per write-intent bit; 0 = automatic: 64M, smaller for small members (about
+  // 16 regions), larger when 32768 bits cannot cover a member.
+  uint64_t bitmap_region_bytes = 0;
 };
 
 // Runtime choices; none of them is stored on disk.

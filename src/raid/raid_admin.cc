@@ -16,6 +16,7 @@ namespace {
 constexpr uint64_t kDataOffsetBytes = 1 << 20;
 constexpr uint64_t kBitmapOffsetBytes = 4096;
 constexpr uint64_t kBitmapBytes = 4096;
+constexpr uint64_t kDefaultRegionBytes = 64ull << 20;
 
 std::string Size(uint64_t b) { return FormatSize(b); }
 
@@ -108,7 +109,10 @@ Result<std::unique_ptr<RaidDevice>> CreateImpl(std::vector<RaidMember> members,
       StripeGeometry::Create({create.level, create.layout, n, create.chunk_bytes, data}));
   uint64_t region = create.bitmap_region_bytes;
   if (region == 0) {
+    // Large regions keep bitmap updates rare (md's default bitmap chunk is 64M); small
+    // arrays still get about 16 regions. The bitmap block holds 32768 bits.
     region = create.chunk_bytes;
+    while (region < kDefaultRegionBytes && region * 16 <= data) region *= 2;
     while ((data + region - 1) / region > kBitmapBytes * 8) region *= 2;
   }
   if (!IsPowerOfTwo(region) || region < create.chunk_bytes ||

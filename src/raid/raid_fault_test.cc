@@ -29,6 +29,7 @@ std::unique_ptr<RaidDevice> Create(Members& m, RaidLevel level, uint32_t n,
   co.chunk_bytes = chunk;
   co.unit_bytes = unit;
   co.assume_clean = true;
+  co.bitmap_region_bytes = chunk;  // fine-grained: the crash test counts dirty regions
   RaidOptions o;
   o.bitmap_clear_delay_ms = 0;
   auto dev = RaidDevice::Create(m.WrapFirst(n), co, o);

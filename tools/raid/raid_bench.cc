@@ -1,7 +1,9 @@
 // `folio raid resync-bench`: the md raid5 seed experiment. A RAID 5 over temp files (optionally
-// behind the FaultDevice's spinning-disk latency model) is resynced once per stripe unit with
-// the members full of random data, so every stripe's parity is rewritten (an initial resync of
-// used disks); each run reports MB/s per member, CPU, and the per-member request summary.
+// behind the FaultDevice's spinning-disk latency model) is resynced once per stripe unit, with
+// --content random: the members full of random data, so every stripe's parity is rewritten (an
+// initial resync of used disks), or --content consistent: parity already right, so the resync
+// only reads (a resync after an unclean stop). Each run reports MB/s per member, CPU, and the
+// per-member request summary.
 // Around it, in the same run: a member's own sequential bandwidth, full-stripe sequential
 // write throughput, and sequential reads healthy and degraded.
 #include <CLI/CLI.hpp>
@@ -35,6 +37,7 @@ struct ResyncBenchArgs {
   std::string window = "md";
   std::string model = "none";
   std::string dir = "/tmp";
+  std::string content = "random";
   bool json = false;
   bool buffered = false;
 };
@@ -143,6 +146,9 @@ class Bench {
       rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
     }
     if (units_.empty()) return Status::InvalidArgument("--units: give at least one unit");
+    if (a_.content != "random" && a_.content != "consistent") {
+      return Status::InvalidArgument("--content " + a_.content + ": must be random or consistent");
+    }
     for (uint32_t i = 0; i < a_.members; ++i) paths_.push_back(dir_ + "/m" + std::to_string(i));
     return Status::OK();
   }
@@ -210,9 +216,8 @@ class Bench {
     const uint64_t bytes = raid->size_bytes();
     const uint64_t stripe = (a_.members - 1) * chunk_;
     const uint64_t req = std::max<uint64_t>(stripe, (4ull << 20) / stripe * stripe);
-    FOLIO_ASSIGN_OR_RETURN(double w, Sequential(raid.get(), IoOp::kWrite, 0, bytes / req * req,
-                                                req, 4, 7));
-    full_stripe_write_ = MBps(bytes / req * req, w);
+    FOLIO_ASSIGN_OR_RETURN(double w, Sequential(raid.get(), IoOp::kWrite, 0, bytes, req, 4, 7));
+    full_stripe_write_ = MBps(bytes, w);
     FOLIO_ASSIGN_OR_RETURN(double r, Sequential(raid.get(), IoOp::kRead, 0, bytes, 1 << 20, 8, 0));
     healthy_read_ = MBps(bytes, r);
     FOLIO_RETURN_IF_ERROR(raid->FailMember(0));
@@ -222,7 +227,8 @@ class Bench {
   }
 
   Status MeasureResync(uint64_t unit) {
-    FOLIO_RETURN_IF_ERROR(Scramble(unit + 3));
+    // Consistent: MeasureArrayIo wrote the whole array through the RAID, parity included.
+    if (a_.content == "random") FOLIO_RETURN_IF_ERROR(Scramble(unit + 3));
     std::vector<DeviceLock> locks;
     FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<RaidDevice> raid, CreateArray(unit, false, &locks));
     raid->ResetStats();
@@ -260,6 +266,7 @@ class Bench {
     j["chunk_bytes"] = chunk_;
     j["window"] = a_.window;
     j["model"] = model_.ToString();
+    j["content"] = a_.content;
     j["member_write_mb_per_s"] = member_write_;
     j["member_read_mb_per_s"] = member_read_;
     j["full_stripe_write_mb_per_s"] = full_stripe_write_;
@@ -275,9 +282,11 @@ class Bench {
     char line[512];
     std::string out;
     std::snprintf(line, sizeof(line),
-                  "resync-bench: raid5, %u members x %s, chunk %s, window %s, model %s, in %s\n",
+                  "resync-bench: raid5, %u members x %s, chunk %s, window %s, model %s, "
+                  "content %s, in %s\n",
                   a_.members, FormatSize(member_bytes_).c_str(), FormatSize(chunk_).c_str(),
-                  a_.window.c_str(), model_.ToString().c_str(), dir_.c_str());
+                  a_.window.c_str(), model_.ToString().c_str(), a_.content.c_str(),
+                  dir_.c_str());
     out += line;
     std::snprintf(line, sizeof(line),
                   "member alone: write %.0f MB/s, read %.0f MB/s (sequential, 1M requests)\n"
@@ -287,7 +296,8 @@ class Bench {
                   member_write_ > 0 ? full_stripe_write_ / ((a_.members - 1) * member_write_) : 0,
                   healthy_read_, degraded_read_);
     out += line;
-    out += "resync (random members, every parity unit rewritten):\n";
+    out += a_.content == "random" ? "resync (random members, every parity unit rewritten):\n"
+                                  : "resync (parity consistent, reads only):\n";
     out += "unit      window     MB/s/member   CPU %   CPU s/GiB   parity s/GiB   seconds\n";
     for (const Json& r : results_) {
       std::snprintf(line, sizeof(line), "%-9s %-10s %11.1f %7.1f %11.3f %14.3f %9.2f\n",
@@ -361,6 +371,9 @@ Command AddResyncBenchCommand(CLI::App& raid) {
   sub->add_option("--model", a->model, "Member latency model: none, hdd, hdd:SEEK_US:MBPS")
       ->default_str("none");
   sub->add_option("--dir", a->dir, "Directory for the member files")->default_str("/tmp");
+  sub->add_option("--content", a->content,
+                  "random (every parity unit rewritten) or consistent (reads only)")
+      ->default_str("random");
   sub->add_flag("--buffered", a->buffered, "Open members without O_DIRECT");
   sub->add_flag("--json", a->json, "Print JSON");
   return Command{sub, [a] { return RunResyncBench(*a); }};
