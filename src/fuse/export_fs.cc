@@ -17,7 +17,7 @@ namespace folio::fuse {
 
 namespace {
 
-constexpr uint64_t kFirstVolumeIno = 3;
+constexpr uint64_t kFirstVolumeIno = 4;
 constexpr double kTimeoutS = 1.0;
 
 timespec RealNow() {
@@ -55,7 +55,8 @@ ExportFs::ExportFs(PageCache* cache, std::vector<ExportVolume> volumes,
       start_ns_(MonotonicNs()) {
   for (ExportVolume& v : volumes) {
     FOLIO_CHECK(v.mapping != nullptr);
-    FOLIO_CHECK(!v.name.empty() && v.name != "." && v.name != ".." && v.name != kStatsName);
+    FOLIO_CHECK(!v.name.empty() && v.name != "." && v.name != ".." && v.name != kStatsName &&
+                v.name != kControlName);
     FOLIO_CHECK(v.name.find('/') == std::string::npos);
     for (const auto& other : volumes_) FOLIO_CHECK(other->volume.name != v.name);
     auto node = std::make_unique<VolumeNode>();
@@ -85,6 +86,8 @@ NodeAttr ExportFs::AttrOf(InodeId ino) const {
   } else if (ino == kStatsInode) {
     a.mode = S_IFREG | 0444;
     a.atime = a.mtime = RealNow();  // always fresh
+  } else if (ino == kControlInode) {
+    a.mode = S_IFREG | 0200;
   } else {
     const VolumeNode* v = VolumeOf(ino);
     FOLIO_CHECK(v != nullptr);
@@ -98,7 +101,9 @@ NodeAttr ExportFs::AttrOf(InodeId ino) const {
 
 Result<EntryReply> ExportFs::Lookup(InodeId parent, std::string_view name) {
   if (parent != kRootInode) {
-    if (parent == kStatsInode || VolumeOf(parent) != nullptr) return Errno(ENOTDIR, name);
+    if (parent == kStatsInode || parent == kControlInode || VolumeOf(parent) != nullptr) {
+      return Errno(ENOTDIR, name);
+    }
     return Errno(ENOENT, name);
   }
   EntryReply e;
@@ -106,6 +111,10 @@ Result<EntryReply> ExportFs::Lookup(InodeId parent, std::string_view name) {
   e.attr_timeout_s = kTimeoutS;
   if (name == kStatsName) {
     e.attr = AttrOf(kStatsInode);
+    return e;
+  }
+  if (name == kControlName && options_.control) {
+    e.attr = AttrOf(kControlInode);
     return e;
   }
   for (size_t i = 0; i < volumes_.size(); ++i) {
@@ -118,7 +127,8 @@ Result<EntryReply> ExportFs::Lookup(InodeId parent, std::string_view name) {
 }
 
 Result<NodeAttr> ExportFs::GetAttr(InodeId ino) {
-  if (ino != kRootInode && ino != kStatsInode && VolumeOf(ino) == nullptr) {
+  const bool control = ino == kControlInode && options_.control;
+  if (ino != kRootInode && ino != kStatsInode && !control && VolumeOf(ino) == nullptr) {
     return Errno(ENOENT, "getattr");
   }
   return AttrOf(ino);
@@ -127,6 +137,7 @@ Result<NodeAttr> ExportFs::GetAttr(InodeId ino) {
 Result<NodeAttr> ExportFs::SetAttr(InodeId ino, const SetAttrRequest& request) {
   FOLIO_ASSIGN_OR_RETURN(NodeAttr a, GetAttr(ino));
   if (request.has_mode || request.has_owner) return Errno(EPERM, "chmod/chown");
+  if (request.has_size && ino == kControlInode && request.size_bytes == 0) return a;
   if (request.has_size) {
     // A volume's size is its device's: only a truncate to the current size succeeds.
     if (VolumeOf(ino) == nullptr) return Errno(EPERM, "truncate");
@@ -151,6 +162,11 @@ Result<OpenReply> ExportFs::Open(InodeId ino, int flags) {
     r.fh = next_stats_fh_++;
     stats_handles_.emplace(r.fh, std::move(text));
     r.direct_io = true;  // its size is 0: only direct I/O lets reads past it
+    return r;
+  }
+  if (ino == kControlInode && options_.control) {
+    if ((flags & O_ACCMODE) == O_RDONLY) return Errno(EACCES, ".control is write-only");
+    r.direct_io = true;
     return r;
   }
   VolumeNode* v = VolumeOf(ino);
@@ -182,6 +198,7 @@ Result<size_t> ExportFs::Read(InodeId ino, uint64_t fh, uint64_t pos, std::span<
 
 Result<size_t> ExportFs::Write(InodeId ino, uint64_t /*fh*/, uint64_t pos,
                                std::span<const char> in) {
+  if (ino == kControlInode && options_.control) return WriteControl(in);
   VolumeNode* v = VolumeOf(ino);
   if (v == nullptr) return Errno(ino == kStatsInode ? EBADF : EISDIR, "write");
   const uint64_t size = v->volume.mapping->size();
@@ -191,6 +208,24 @@ Result<size_t> ExportFs::Write(InodeId ino, uint64_t /*fh*/, uint64_t pos,
   FOLIO_ASSIGN_OR_RETURN(size_t done, v->volume.mapping->Write(pos, in.first(n)));
   v->mtime_ns.store(ToNs(RealNow()), std::memory_order_relaxed);
   return done;
+}
+
+Result<size_t> ExportFs::WriteControl(std::span<const char> in) {
+  std::string line(in.data(), in.size());
+  while (!line.empty() && (line.back() == '\n' || line.back() == ' ' || line.back() == '\r')) {
+    line.pop_back();
+  }
+  if (line.empty()) return in.size();
+  Status s = options_.control(line);
+  Log(".control: " + line + ": " + (s.ok() ? std::string("done") : s.ToString()));
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++control_commands_;
+    control_last_ = line;
+    control_last_result_ = s.ok() ? "done" : s.ToString();
+  }
+  if (!s.ok()) return s;
+  return in.size();
 }
 
 Status ExportFs::Flush(InodeId /*ino*/, uint64_t /*fh*/) {
@@ -282,6 +317,7 @@ Result<std::vector<DirEntry>> ExportFs::ReadDir(InodeId dir) {
   entries.push_back({".", kRootInode, S_IFDIR});
   entries.push_back({"..", kRootInode, S_IFDIR});
   entries.push_back({kStatsName, kStatsInode, S_IFREG});
+  if (options_.control) entries.push_back({kControlName, kControlInode, S_IFREG});
   for (size_t i = 0; i < volumes_.size(); ++i) {
     entries.push_back({volumes_[i]->volume.name, InodeId{kFirstVolumeIno + i}, S_IFREG});
   }
@@ -292,7 +328,7 @@ Result<FsStatfs> ExportFs::StatFs() {
   FsStatfs f;
   f.block_bytes = kPageBytes;
   for (const auto& v : volumes_) f.blocks += v->volume.mapping->size() / kPageBytes;
-  f.files = volumes_.size() + 2;
+  f.files = volumes_.size() + (options_.control ? 3 : 2);
   return f;
 }
 

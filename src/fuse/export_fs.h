@@ -1,11 +1,14 @@
 // ExportFs: the file system `folio export` serves. Its root directory holds one regular file
 // per exported volume (a single file or a RAID volume), read and written through Folio's page
-// cache (one AddressSpace per volume, called directly from the FUSE worker threads), and a
-// read-only `.stats` file of live JSON.
+// cache (one AddressSpace per volume, called directly from the FUSE worker threads), a
+// read-only `.stats` file of live JSON and, when the owner takes commands, a write-only
+// `.control` file: each write is one command line handed to ExportOptions::control (the
+// export uses it to fail and replace RAID members of a running volume).
 //
 //   /            ino 1   dr-xr-xr-x
 //   /.stats      ino 2   r--r--r--  size 0, opened direct_io; each open snapshots the JSON
-//   /<volume>    ino 3+  rw-r--r--  size = the volume's size; cannot grow, shrink or move
+//   /.control    ino 3   -w-------  size 0, direct_io; only when ExportOptions::control is set
+//   /<volume>    ino 4+  rw-r--r--  size = the volume's size; cannot grow, shrink or move
 //
 // Semantics of a volume file, like a block device's:
 //   read / write      AddressSpace::Read / Write; a write past the end is cut short, one that
@@ -47,7 +50,9 @@
 namespace folio::fuse {
 
 inline constexpr InodeId kStatsInode{2};
+inline constexpr InodeId kControlInode{3};
 inline constexpr char kStatsName[] = ".stats";
+inline constexpr char kControlName[] = ".control";
 
 struct ExportVolume {
   std::string name;                  // file name in the mount root
@@ -62,12 +67,15 @@ struct ExportOptions {
   uid_t uid = 0;              // owner of every node
   gid_t gid = 0;
   std::string mountpoint;     // for .stats
+  // Runs one `.control` command line (trailing newline removed); its error is the write's.
+  // Empty: no .control file.
+  std::function<Status(std::string_view line)> control;
 };
 
 class ExportFs : public Filesystem {
  public:
   // REQUIRES: cache and every volume's mapping outlive this object; names are unique, not
-  // empty, contain no '/', and are neither "." nor ".." nor ".stats".
+  // empty, contain no '/', and are none of ".", "..", ".stats", ".control".
   ExportFs(PageCache* cache, std::vector<ExportVolume> volumes, const ExportOptions& options);
   ~ExportFs() override;
 
@@ -110,10 +118,15 @@ class ExportFs : public Filesystem {
   std::vector<std::unique_ptr<VolumeNode>> volumes_;  // ino = index + 3
   std::atomic<const RequestStats*> request_stats_{nullptr};
 
+  Result<size_t> WriteControl(std::span<const char> in);
+
   // Open .stats files: the JSON text each took at open, by fh.
-  std::mutex stats_mu_;
+  mutable std::mutex stats_mu_;
   uint64_t next_stats_fh_ = 1;                                 // GUARDED_BY(stats_mu_)
   std::unordered_map<uint64_t, std::string> stats_handles_;  // GUARDED_BY(stats_mu_)
+  uint64_t control_commands_ = 0;                            // GUARDED_BY(stats_mu_)
+  std::string control_last_;                                 // GUARDED_BY(stats_mu_)
+  std::string control_last_result_;                          // GUARDED_BY(stats_mu_)
 };
 
 }  // namespace folio::fuse

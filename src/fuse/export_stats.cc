@@ -128,6 +128,12 @@ nlohmann::ordered_json ExportFs::StatsJson() const {
   }
   j["volumes"] = std::move(volumes);
   j["cache"] = CacheJson(cache_->Stats());
+  if (options_.control) {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    j["control"] = Json{{"commands", control_commands_},
+                        {"last", control_last_},
+                        {"last_result", control_last_result_}};
+  }
   const RequestStats* rs = request_stats_.load();
   if (rs != nullptr) j["fuse"] = RequestsJson(rs->Snapshot());
   return j;

@@ -20,7 +20,7 @@ namespace folio::fuse {
 namespace {
 
 constexpr uint64_t kDeviceBytes = 4ull << 20;
-constexpr InodeId kVolumeIno{3};
+constexpr InodeId kVolumeIno{4};
 
 uint64_t SeedFromEnv() {
   const char* s = std::getenv("FOLIO_SEED");

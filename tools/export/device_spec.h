@@ -1,11 +1,13 @@
-// Device specs as `folio export` takes them, and opening them as locked volumes.
+// Device specs as `folio export` takes them, and opening them as locked volumes. Parsing and
+// opening are the RAID commands' (tools/raid/device_open.h), so every command accepts the same
+// forms and takes the same member locks:
 //
 //   file:PATH or PATH       a regular file or block device (O_DIRECT, io_uring)
 //   mem:SIZE                a memory device (tests, experiments)
 //   raid:PATH,PATH,...      a RAID volume assembled from its members' superblocks
 //
-// Opening a spec locks every path it names (LockDevicePath) before opening it, so two Folio
-// processes never use the same device; the locks live as long as the volume.
+// A RAID volume gets a RaidRunner (raid_volume.h): a pending resync or rebuild runs in the
+// background while the volume is served, and `.control` commands fail or replace members.
 //
 // Thread safety: pure parsing; OpenVolume from one thread.
 #pragma once
@@ -16,44 +18,41 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-#include <vector>
 
-#include "base/device_lock.h"
 #include "folio/block_device.h"
 #include "folio/status.h"
+#include "raid/device_open.h"
 
 namespace folio::cli {
 
-struct DeviceSpec {
-  enum class Kind { kFile, kMem, kRaid };
-  Kind kind = Kind::kFile;
-  std::string text;                // as given
-  std::vector<std::string> paths;  // kFile: one path; kRaid: the members
-  uint64_t mem_bytes = 0;          // kMem
+class RaidRunner;
 
+struct DeviceSpec {
+  std::string text;       // as given
+  DeviceSpecText parsed;  // paths absolute
+
+  // The spec with absolute paths ("file:/d/x.img", "raid:/d/m0,/d/m1", "mem:64M").
+  std::string Canonical() const;
   // The volume's default file name: the basename of the file (or of the first RAID member),
   // "mem0", "mem1", ... for memory devices (index = position among the specs).
   std::string DefaultName(size_t index) const;
 };
 
-// Parses one spec. InvalidArgument names the spec and the accepted forms.
+// Parses one spec and makes its paths absolute (a daemon changes to "/"). Errors:
+// InvalidArgument naming the spec and the accepted forms; NotFound for a missing path.
 Result<DeviceSpec> ParseDeviceSpec(std::string_view text);
-
-// Makes every path of the spec absolute (a daemon changes to "/").
-Status MakePathsAbsolute(DeviceSpec* spec);
 
 struct OpenedVolume {
   DeviceSpec spec;
-  std::vector<DeviceLock> locks;        // one per path, held while the volume is open
+  // Declared before the device so it is destroyed after it: it holds the locks of members
+  // added by replace.
+  std::shared_ptr<RaidRunner> raid;
   std::unique_ptr<BlockDevice> device;  // what the page cache reads and writes
-  // Live RAID statistics for .stats; empty for plain devices.
-  std::function<nlohmann::ordered_json()> raid_stats;
-  // Called once before the device is destroyed (a RAID volume marks itself clean).
-  std::function<Status()> stop;
 };
 
-// Locks and opens the spec's device(s). Errors: NotFound for a missing path, Busy naming the
-// process that holds a member, InvalidArgument / NotSupported for unusable devices, IOError.
+// Locks and opens the spec's device(s); a RAID volume starts its pending sync. Errors:
+// NotFound for a missing path, Busy naming the process that holds a path, InvalidArgument for
+// an unusable device or array, IOError.
 Result<OpenedVolume> OpenVolume(const DeviceSpec& spec);
 
 }  // namespace folio::cli

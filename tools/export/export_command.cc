@@ -47,11 +47,11 @@ uint64_t PhysicalMemoryBytes() {
 }
 
 Status CheckName(const std::string& name) {
-  if (name.empty() || name == "." || name == ".." || name == ".stats" ||
+  if (name.empty() || name == "." || name == ".." || name == ".stats" || name == ".control" ||
       name.find('/') != std::string::npos || name.size() > 255) {
     return Status::InvalidArgument("--name '" + name +
                                    "': not a usable file name; give a "
-                                   "name without '/' (not '.stats')");
+                                   "name without '/' (not .stats or .control)");
   }
   return Status::OK();
 }
@@ -106,7 +106,6 @@ Status BuildExportConfig(const ExportArgs& a, ExportConfig* c) {
   if (!a.log.empty() && !a.daemon) return Status::InvalidArgument("--log goes with --daemon");
   for (const std::string& text : a.specs) {
     FOLIO_ASSIGN_OR_RETURN(DeviceSpec spec, ParseDeviceSpec(text));
-    FOLIO_RETURN_IF_ERROR(MakePathsAbsolute(&spec));
     c->specs.push_back(std::move(spec));
   }
   FOLIO_RETURN_IF_ERROR(BuildNames(a, c));

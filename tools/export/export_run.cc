@@ -1,13 +1,17 @@
 #include "export/export_run.h"
 
+#include <limits.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/units.h"
 #include "cli_util.h"
+#include "export/raid_volume.h"
 #include "fuse/daemon.h"
 #include "fuse/export_fs.h"
 #include "fuse/log.h"
@@ -75,6 +79,34 @@ Status Interrupted(const fuse::ShutdownSignals& signals) {
                        " before mounting; nothing was mounted");
 }
 
+// A member path as the array knows it: absolute, symlinks resolved when it exists.
+std::string MemberPath(const std::string& p) {
+  char buf[PATH_MAX];
+  return realpath(p.c_str(), buf) != nullptr ? std::string(buf) : p;
+}
+
+// One `.control` command: "fail MEMBER" or "replace OLD NEW", on the RAID volume that has the
+// (old) member.
+Status RunControl(const std::vector<OpenedVolume>& volumes, std::string_view line) {
+  std::istringstream in{std::string(line)};
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  const bool fail = words.size() == 2 && words[0] == "fail";
+  const bool replace = words.size() == 3 && words[0] == "replace";
+  if (!fail && !replace) {
+    return Status::InvalidArgument("'" + std::string(line) +
+                                   "': unknown command; use 'fail "
+                                   "MEMBER' or 'replace OLD NEW' (member paths)");
+  }
+  const std::string member = MemberPath(words[1]);
+  for (const OpenedVolume& v : volumes) {
+    if (!v.raid || !v.raid->HasMember(member)) continue;
+    if (fail) return v.raid->Fail(member);
+    return v.raid->Replace(member, MemberPath(words[2]));
+  }
+  return Status::NotFound(words[1] + ": not a member of an exported RAID volume");
+}
+
 Status OpenAll(const ExportConfig& c, const fuse::ShutdownSignals& signals, ExportState* st) {
   for (const DeviceSpec& spec : c.specs) {
     FOLIO_ASSIGN_OR_RETURN(OpenedVolume v, OpenVolume(spec));
@@ -92,7 +124,9 @@ Status OpenAll(const ExportConfig& c, const fuse::ShutdownSignals& signals, Expo
     AddressSpaceOptions ao;
     ao.name = c.names[i];
     FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<AddressSpace> as, st->cache->Open(v.device.get(), ao));
-    exported.push_back(fuse::ExportVolume{c.names[i], v.spec.text, as.get(), v.raid_stats});
+    fuse::ExportVolume ev{c.names[i], v.spec.Canonical(), as.get(), nullptr};
+    if (v.raid) ev.raid_stats = [raid = v.raid] { return raid->StatsJson(); };
+    exported.push_back(std::move(ev));
     st->mappings.push_back(std::move(as));
   }
   FOLIO_RETURN_IF_ERROR(Interrupted(signals));
@@ -101,6 +135,9 @@ Status OpenAll(const ExportConfig& c, const fuse::ShutdownSignals& signals, Expo
   eo.uid = getuid();
   eo.gid = getgid();
   eo.mountpoint = c.mountpoint;
+  for (const OpenedVolume& v : st->volumes) {
+    if (v.raid) eo.control = [st](std::string_view line) { return RunControl(st->volumes, line); };
+  }
   st->fs = std::make_unique<fuse::ExportFs>(st->cache.get(), std::move(exported), eo);
   return Status::OK();
 }
@@ -128,11 +165,14 @@ int Shutdown(ExportState* st, const Status& loop) {
   st->mappings.clear();
   st->cache.reset();
   for (OpenedVolume& v : st->volumes) {
-    if (!v.stop) continue;
-    Status s = v.stop();
+    if (!v.raid) continue;
+    v.raid->StopSync();  // a background sync stops at a checkpoint and resumes next time
+    Status s = AsRaid(v.device.get())->Stop();
     if (!s.ok()) {
-      fuse::Log(v.spec.text + ": stop failed: " + s.ToString());
+      fuse::Log(v.spec.text + ": stopping the RAID volume failed: " + s.ToString());
       code = kExitRuntime;
+    } else {
+      fuse::Log(v.spec.text + ": RAID volume stopped clean");
     }
   }
   st->volumes.clear();  // devices closed, locks released
