@@ -51,10 +51,12 @@ void RaidDeviceImpl::StartRead(ThreadCtx* c, UserIo* u) {
     const uint32_t col = static_cast<uint32_t>(loc.member_pos & (geometry_.chunk_bytes() - 1));
     int slot = static_cast<int>(loc.member);
     if (geometry_.level() == RaidLevel::kRaid1) {
-      // Spread chunks over the readable mirrors.
+      // Spread chunks over the readable mirrors, except where a resync is pending: there the
+      // mirrors may differ, and reads come from the first one, which the resync copies.
+      const uint64_t first = NeedsResync(loc.stripe) ? 0 : loc.stripe;
       slot = -1;
       for (uint32_t i = 0; i < members; ++i) {
-        const uint32_t s = static_cast<uint32_t>((loc.stripe + i) % members);
+        const uint32_t s = static_cast<uint32_t>((first + i) % members);
         if (meta_->Readable(s, loc.member_pos + n)) {
           slot = static_cast<int>(s);
           break;

@@ -21,6 +21,7 @@
 
 #include "base/units.h"
 #include "cli_util.h"
+#include "folio/arena.h"
 #include "folio/fault_device.h"
 #include "raid/device_open.h"
 #include "raid/raid_cmd.h"
@@ -150,6 +151,11 @@ class Bench {
       return Status::InvalidArgument("--content " + a_.content + ": must be random or consistent");
     }
     for (uint32_t i = 0; i < a_.members; ++i) paths_.push_back(dir_ + "/m" + std::to_string(i));
+    // The stripe cache takes its buffers from a folio arena, as it would under the page cache.
+    ArenaOptions ao;
+    ao.capacity_bytes = 64ull << 20;
+    auto arena = FolioArena::Create(ao);
+    if (arena.ok()) arena_ = std::move(arena).value();
     return Status::OK();
   }
 
@@ -189,7 +195,9 @@ class Bench {
     co.chunk_bytes = chunk_;
     co.unit_bytes = unit;
     co.assume_clean = assume_clean;
-    return RaidDevice::Create(std::move(members), co, RaidOptions());
+    RaidOptions o;
+    o.arena = arena_.get();
+    return RaidDevice::Create(std::move(members), co, o);
   }
 
   Status Run() {
@@ -322,6 +330,7 @@ class Bench {
   uint64_t chunk_ = 0;
   uint64_t window_ = 0;
   LatencyModel model_;
+  std::unique_ptr<FolioArena> arena_;  // outlives every array (each lives in one Measure call)
   std::vector<uint64_t> units_;
   std::vector<std::string> paths_;
   double member_write_ = 0, member_read_ = 0, full_stripe_write_ = 0;
