@@ -43,7 +43,8 @@ enum class CrashMode { kDropUnflushed, kRandomSubset };
 // benchmarks that must not measure wall-clock time.
 struct LatencyModelStats {
   uint64_t requests = 0;  // device requests (after the wrapper's merging) the model served
-  uint64_t seeks = 0;     // hdd: requests that did not start where the previous one ended
+  uint64_t seeks = 0;     // hdd: requests that paid a seek (backward, or a long forward gap)
+  uint64_t skips = 0;     // hdd: requests after a short forward gap, paid at media speed
   uint64_t busy_ns = 0;   // sum of modelled service times (seek + transfer, or fixed)
 };
 

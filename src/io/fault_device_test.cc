@@ -261,8 +261,8 @@ TEST(LatencyModel, ParseAndPrint) {
   }
 }
 
-// The hdd model charges a seek per request that does not continue the previous one; its
-// accounting (not wall-clock time) is what the test checks.
+// The hdd model charges a seek per request that jumps back or far ahead, the gap's media time
+// for a short forward gap; its accounting (not wall-clock time) is what the test checks.
 TEST(FaultDevice, HddModelChargesSeeksAndTransfer) {
   auto dev = FaultDevice::Wrap(Mem(4 << 20));
   LatencyModel m = LatencyModel::Parse("hdd:50:1000").value();
@@ -275,11 +275,25 @@ TEST(FaultDevice, HddModelChargesSeeksAndTransfer) {
   EXPECT_EQ(seq.requests, 32u);
   EXPECT_EQ(seq.seeks, 1u);
   EXPECT_EQ(seq.busy_ns, seek_ns + 32 * transfer_ns);
+  // Backward jumps always seek: 32 reads walking down the device.
   dev->SetLatency(m);
-  for (int i = 0; i < 32; ++i) ASSERT_TRUE(dev->Read((i * 37 % 512) * 8192ull, buf.get(), 4096).ok());
+  for (int i = 31; i >= 0; --i) ASSERT_TRUE(dev->Read(i * 65536ull, buf.get(), 4096).ok());
   LatencyModelStats rnd = dev->latency_stats();
   EXPECT_EQ(rnd.seeks, 32u);
+  EXPECT_EQ(rnd.skips, 0u);
   EXPECT_EQ(rnd.busy_ns - seq.busy_ns, (rnd.seeks - seq.seeks) * seek_ns);
+  // A short forward gap (4 KiB: 3.9 us at 1000 MiB/s, less than the 50 us seek) passes under
+  // the head; a long one (1 MiB: 1 ms) is a seek.
+  dev->SetLatency(m);
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(dev->Read(i * 8192ull, buf.get(), 4096).ok());
+  LatencyModelStats gaps = dev->latency_stats();
+  EXPECT_EQ(gaps.seeks, 1u);
+  EXPECT_EQ(gaps.skips, 7u);
+  EXPECT_EQ(gaps.busy_ns, seek_ns + 8 * transfer_ns + 7 * transfer_ns);
+  dev->SetLatency(m);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(dev->Read(i * 1048576ull, buf.get(), 4096).ok());
+  EXPECT_EQ(dev->latency_stats().seeks, 3u);
+  EXPECT_EQ(dev->latency_stats().skips, 0u);
   // The model sees merged requests: 8 adjacent writes in one batch cost one request.
   dev->SetLatency(m);
   AlignedBuf big = AllocAligned(32768);

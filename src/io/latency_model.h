@@ -3,8 +3,10 @@
 //   none      every request finishes at once
 //   fixed:US  every request finishes US microseconds after its submission
 //   hdd       one head: a request starts when the previous one finished (or at submission),
-//             pays seek_us unless it starts where the previous read / write ended, then
-//             bytes / bandwidth; flush and trim take no head time but queue behind it
+//             pays seek_us unless it starts where the previous read / write ended (a short
+//             forward gap costs the time the gap takes to pass under the head instead, when
+//             that is less than a seek), then bytes / bandwidth; flush and trim take no head
+//             time but queue behind it
 //
 //        submit        start = max(submit, busy_until)          finish = start + cost
 //   ------|---------------|=====seek=====|====transfer====|-------> time
@@ -31,6 +33,8 @@ class LatencyClock {
   LatencyModelStats stats() const { return stats_; }
 
  private:
+  uint64_t TransferNs(uint64_t bytes) const;
+
   LatencyModel model_;
   LatencyModelStats stats_;
   uint64_t head_pos_ = 0;

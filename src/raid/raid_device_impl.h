@@ -118,6 +118,13 @@ class RaidDeviceImpl final : public RaidDevice {
   // A read piece that cannot be (or was not) read directly: reconstruct it.
   void StartReconstruct(ThreadCtx* c, UserIo* u, uint64_t stripe, uint32_t data_index,
                         uint32_t col, uint32_t length, char* buf, uint32_t bad_mask);
+  // A reconstructing read op of `stripe` with no pieces yet; AddPiece widens its columns.
+  StripeOp* NewReconstructOp(ThreadCtx* c, UserIo* u, uint64_t stripe, uint32_t bad_mask);
+  static void AddPiece(StripeOp* op, uint32_t data_index, uint32_t col, uint32_t length,
+                       char* buf);
+  // Whether a read starting at `first` with `left` bytes to go has a piece in first.stripe on
+  // a member that cannot serve it.
+  bool StripeHasUnreadable(const DataLocation& first, uint64_t left) const;
 
   // ---- Stripes (stripe_op.cc, stripe_compute.cc)
   void AdvanceStripe(StripeOp* op);

@@ -45,10 +45,19 @@ void RaidDeviceImpl::StartRead(ThreadCtx* c, UserIo* u) {
   const uint64_t end = u->req->offset + u->req->length;
   char* p = u->req->buf;
   const uint32_t members = geometry_.members();
+  const bool parity_level = geometry_.parity_members() > 0;
+  // A parity stripe with a piece on an unreadable member is read once, whole, by one
+  // reconstructing op that fills every piece of it: reading the readable pieces on their own
+  // as well would read those member ranges twice, out of order.
+  StripeOp* degraded = nullptr;
   for (uint64_t pos = u->req->offset; pos < end;) {
     const DataLocation loc = geometry_.Locate(pos);
     const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(end - pos, loc.chunk_left_bytes));
     const uint32_t col = static_cast<uint32_t>(loc.member_pos & (geometry_.chunk_bytes() - 1));
+    if (degraded != nullptr && degraded->stripe != loc.stripe) {
+      c->ready.push_back(degraded);
+      degraded = nullptr;
+    }
     int slot = static_cast<int>(loc.member);
     if (geometry_.level() == RaidLevel::kRaid1) {
       // Spread chunks over the readable mirrors, except where a resync is pending: there the
@@ -63,7 +72,13 @@ void RaidDeviceImpl::StartRead(ThreadCtx* c, UserIo* u) {
         }
       }
     }
-    if (slot >= 0 && meta_->Readable(slot, loc.member_pos + n)) {
+    if (parity_level && degraded == nullptr && slot >= 0 &&
+        meta_->Readable(slot, loc.member_pos + n) && StripeHasUnreadable(loc, end - pos)) {
+      slot = -1;  // a later piece of this stripe needs the reconstruction: join it
+    }
+    if (degraded != nullptr) {
+      AddPiece(degraded, loc.data_index, col, n, p);
+    } else if (slot >= 0 && meta_->Readable(slot, loc.member_pos + n)) {
       PieceOp* op = NewPieceOp(c);
       op->op = IoOp::kRead;
       op->slot = static_cast<uint32_t>(slot);
@@ -80,26 +95,61 @@ void RaidDeviceImpl::StartRead(ThreadCtx* c, UserIo* u) {
         u->status = Status::DataLoss(name_ + ": member " + meta_->name(loc.member) +
                                      " failed; RAID 0 has no redundancy");
       }
-    } else {
+    } else if (geometry_.level() == RaidLevel::kRaid1) {
       counters_.degraded_reads.fetch_add(1, std::memory_order_relaxed);
       StartReconstruct(c, u, loc.stripe, loc.data_index, col, n, p, 0);
+    } else {
+      counters_.degraded_reads.fetch_add(1, std::memory_order_relaxed);
+      degraded = NewReconstructOp(c, u, loc.stripe, 0);
+      AddPiece(degraded, loc.data_index, col, n, p);
     }
     pos += n;
     p += n;
   }
+  if (degraded != nullptr) c->ready.push_back(degraded);
+}
+
+bool RaidDeviceImpl::StripeHasUnreadable(const DataLocation& first, uint64_t left) const {
+  // The request's pieces in first.stripe: data indexes first.data_index.. while bytes are left.
+  uint64_t col_end = (first.member_pos & (geometry_.chunk_bytes() - 1)) +
+                     std::min<uint64_t>(left, first.chunk_left_bytes);
+  left -= std::min<uint64_t>(left, first.chunk_left_bytes);
+  const uint64_t base = first.stripe << geometry_.chunk_shift();
+  for (uint32_t d = first.data_index; d < geometry_.data_members(); ++d) {
+    if (d > first.data_index) {
+      if (left == 0) break;
+      col_end = std::min<uint64_t>(left, geometry_.chunk_bytes());
+      left -= col_end;
+    }
+    if (!meta_->Readable(DataSlot(first.stripe, d), base + col_end)) return true;
+  }
+  return false;
+}
+
+StripeOp* RaidDeviceImpl::NewReconstructOp(ThreadCtx* c, UserIo* u, uint64_t stripe,
+                                           uint32_t bad_mask) {
+  StripeOp* op = NewStripeOp(c);
+  op->work = StripeWork::kRead;
+  op->stripe = stripe;
+  op->col_begin = ~0u;
+  op->col_end = 0;
+  op->bad_mask = bad_mask;
+  AddChild(u, op);
+  return op;
+}
+
+void RaidDeviceImpl::AddPiece(StripeOp* op, uint32_t data_index, uint32_t col, uint32_t length,
+                              char* buf) {
+  op->piece[data_index] = {col, col + length, buf};
+  op->col_begin = std::min(op->col_begin, col);
+  op->col_end = std::max(op->col_end, col + length);
 }
 
 void RaidDeviceImpl::StartReconstruct(ThreadCtx* c, UserIo* u, uint64_t stripe,
                                       uint32_t data_index, uint32_t col, uint32_t length,
                                       char* buf, uint32_t bad_mask) {
-  StripeOp* op = NewStripeOp(c);
-  op->work = StripeWork::kRead;
-  op->stripe = stripe;
-  op->col_begin = col;
-  op->col_end = col + length;
-  op->piece[data_index] = {col, col + length, buf};
-  op->bad_mask = bad_mask;
-  AddChild(u, op);
+  StripeOp* op = NewReconstructOp(c, u, stripe, bad_mask);
+  AddPiece(op, data_index, col, length, buf);
   c->ready.push_back(op);
 }
 

@@ -123,9 +123,6 @@ Status RaidDeviceImpl::ComputeReconstruct(StripeOp* op) {
     return Status::DataLoss(where + ": not resynced since an unclean stop, so its parity "
                             "cannot be trusted to rebuild a member");
   }
-  uint32_t target = 0;
-  while (target < k && op->piece[target].empty()) ++target;
-  FOLIO_CHECK(target < k);
   char* blocks[kRaidMaxMembers + 2];
   BlocksOf(op, blocks);
   uint32_t roles[2];
@@ -133,8 +130,14 @@ Status RaidDeviceImpl::ComputeReconstruct(StripeOp* op) {
   TimeParity([&] {
     if (nlost > 0) Recover({blocks, k + par}, par, {roles, nlost}, len);
   });
-  const DataPiece& pc = op->piece[target];
-  std::memcpy(pc.buf, blocks[target] + (pc.begin - op->col_begin), pc.end - pc.begin);
+  uint32_t served = 0;
+  for (uint32_t d = 0; d < k; ++d) {
+    const DataPiece& pc = op->piece[d];
+    if (pc.empty()) continue;
+    std::memcpy(pc.buf, blocks[d] + (pc.begin - op->col_begin), pc.end - pc.begin);
+    ++served;
+  }
+  FOLIO_CHECK(served > 0);
   op->write_mask = op->bad_mask;  // rewrite what failed to read
   return Status::OK();
 }

@@ -4,7 +4,8 @@
 // initial resync of used disks), or --content consistent: parity already right, so the resync
 // only reads (a resync after an unclean stop). Each run reports MB/s per member, CPU, and the
 // per-member request summary.
-// Around it, in the same run: a member's own sequential bandwidth, full-stripe sequential
+// Around it, in the same run: a member's own sequential bandwidth, alone and with all members
+// streaming at once (the ceiling when member files share one disk), full-stripe sequential
 // write throughput, and sequential reads healthy and degraded.
 #include <CLI/CLI.hpp>
 
@@ -17,6 +18,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/units.h"
@@ -215,7 +217,28 @@ class Bench {
     FOLIO_ASSIGN_OR_RETURN(double r, Sequential(m0, IoOp::kRead, 0, member_bytes_, 1 << 20, 8, 1));
     member_write_ = MBps(member_bytes_, w);
     member_read_ = MBps(member_bytes_, r);
+    FOLIO_ASSIGN_OR_RETURN(together_write_, Together(members, IoOp::kWrite));
+    FOLIO_ASSIGN_OR_RETURN(together_read_, Together(members, IoOp::kRead));
     return Status::OK();
+  }
+
+  // Every member streamed at once, one thread each (as a resync or a full-stripe write drives
+  // them): the slowest member's MB/s.
+  Result<double> Together(std::vector<RaidMember>& members, IoOp op) {
+    std::vector<Result<double>> secs(members.size(), Status::OK());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < members.size(); ++i) {
+      threads.emplace_back([&, i] {
+        secs[i] = Sequential(members[i].device.get(), op, 0, member_bytes_, 1 << 20, 8, 10 + i);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    double slowest = 0;
+    for (Result<double>& r : secs) {
+      if (!r.ok()) return r.status();
+      slowest = std::max(slowest, *r);
+    }
+    return MBps(member_bytes_, slowest);
   }
 
   Status MeasureArrayIo() {
@@ -226,10 +249,12 @@ class Bench {
     const uint64_t req = std::max<uint64_t>(stripe, (4ull << 20) / stripe * stripe);
     FOLIO_ASSIGN_OR_RETURN(double w, Sequential(raid.get(), IoOp::kWrite, 0, bytes, req, 4, 7));
     full_stripe_write_ = MBps(bytes, w);
-    FOLIO_ASSIGN_OR_RETURN(double r, Sequential(raid.get(), IoOp::kRead, 0, bytes, 1 << 20, 8, 0));
+    // Reads in whole stripes too: a degraded stripe split between two requests would be read
+    // (and its members' heads moved back) once per request, as the stripe cache keeps no data.
+    FOLIO_ASSIGN_OR_RETURN(double r, Sequential(raid.get(), IoOp::kRead, 0, bytes, req, 4, 0));
     healthy_read_ = MBps(bytes, r);
     FOLIO_RETURN_IF_ERROR(raid->FailMember(0));
-    FOLIO_ASSIGN_OR_RETURN(double d, Sequential(raid.get(), IoOp::kRead, 0, bytes, 1 << 20, 8, 0));
+    FOLIO_ASSIGN_OR_RETURN(double d, Sequential(raid.get(), IoOp::kRead, 0, bytes, req, 4, 0));
     degraded_read_ = MBps(bytes, d);
     return raid->Stop();
   }
@@ -253,6 +278,8 @@ class Bench {
     r["cpu_percent"] = rep.seconds > 0 ? 100.0 * rep.cpu_seconds / rep.seconds : 0;
     r["cpu_s_per_gib"] = gib > 0 ? rep.cpu_seconds / gib : 0;
     r["parity_s_per_gib"] = gib > 0 ? rep.parity_seconds / gib : 0;
+    r["vs_members_together_read"] =
+        together_read_ > 0 ? MBps(rep.done_bytes, rep.seconds) / together_read_ : 0;
     r["stripes_rewritten"] = rep.repaired;
     Json members = Json::array();
     std::string summary;
@@ -277,9 +304,11 @@ class Bench {
     j["content"] = a_.content;
     j["member_write_mb_per_s"] = member_write_;
     j["member_read_mb_per_s"] = member_read_;
+    j["members_together_write_mb_per_s"] = together_write_;
+    j["members_together_read_mb_per_s"] = together_read_;
     j["full_stripe_write_mb_per_s"] = full_stripe_write_;
-    j["full_stripe_write_vs_members"] =
-        member_write_ > 0 ? full_stripe_write_ / ((a_.members - 1) * member_write_) : 0;
+    j["full_stripe_write_vs_members"] = FullStripeRatio(member_write_);
+    j["full_stripe_write_vs_members_together"] = FullStripeRatio(together_write_);
     j["healthy_read_mb_per_s"] = healthy_read_;
     j["degraded_read_mb_per_s"] = degraded_read_;
     j["results"] = results_;
@@ -298,20 +327,26 @@ class Bench {
     out += line;
     std::snprintf(line, sizeof(line),
                   "member alone: write %.0f MB/s, read %.0f MB/s (sequential, 1M requests)\n"
-                  "full-stripe write: %.0f MB/s = %.2f x (members - 1) x member write\n"
-                  "sequential read: healthy %.0f MB/s, degraded (member 0 failed) %.0f MB/s\n\n",
-                  member_write_, member_read_, full_stripe_write_,
-                  member_write_ > 0 ? full_stripe_write_ / ((a_.members - 1) * member_write_) : 0,
-                  healthy_read_, degraded_read_);
+                  "members together: write %.0f MB/s, read %.0f MB/s per member (all %u at once)\n"
+                  "full-stripe write: %.0f MB/s = %.2f x (members - 1) x member alone, "
+                  "%.2f x (members - 1) x members together\n"
+                  "sequential read (whole stripes): healthy %.0f MB/s, degraded (member 0 "
+                  "failed) %.0f MB/s\n\n",
+                  member_write_, member_read_, together_write_, together_read_, a_.members,
+                  full_stripe_write_, FullStripeRatio(member_write_),
+                  FullStripeRatio(together_write_), healthy_read_, degraded_read_);
     out += line;
+    out += "(vs together: resync MB/s per member over the members-together read MB/s)\n";
     out += a_.content == "random" ? "resync (random members, every parity unit rewritten):\n"
                                   : "resync (parity consistent, reads only):\n";
-    out += "unit      window     MB/s/member   CPU %   CPU s/GiB   parity s/GiB   seconds\n";
+    out += "unit      window     MB/s/member  vs together   CPU %   CPU s/GiB   parity s/GiB"
+           "   seconds\n";
     for (const Json& r : results_) {
-      std::snprintf(line, sizeof(line), "%-9s %-10s %11.1f %7.1f %11.3f %14.3f %9.2f\n",
+      std::snprintf(line, sizeof(line), "%-9s %-10s %11.1f %11.2fx %7.1f %11.3f %14.3f %9.2f\n",
                     r["unit"].get<std::string>().c_str(),
                     FormatSize(r["window_bytes"].get<uint64_t>()).c_str(),
-                    r["mb_per_s"].get<double>(), r["cpu_percent"].get<double>(),
+                    r["mb_per_s"].get<double>(), r["vs_members_together_read"].get<double>(),
+                    r["cpu_percent"].get<double>(),
                     r["cpu_s_per_gib"].get<double>(), r["parity_s_per_gib"].get<double>(),
                     r["seconds"].get<double>());
       out += line;
@@ -333,7 +368,12 @@ class Bench {
   std::unique_ptr<FolioArena> arena_;  // outlives every array (each lives in one Measure call)
   std::vector<uint64_t> units_;
   std::vector<std::string> paths_;
+  double FullStripeRatio(double member_mb_per_s) const {
+    return member_mb_per_s > 0 ? full_stripe_write_ / ((a_.members - 1) * member_mb_per_s) : 0;
+  }
+
   double member_write_ = 0, member_read_ = 0, full_stripe_write_ = 0;
+  double together_write_ = 0, together_read_ = 0;
   double healthy_read_ = 0, degraded_read_ = 0;
   std::vector<Json> results_;
   std::vector<std::string> summaries_;
