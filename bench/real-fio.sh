@@ -12,10 +12,10 @@
 #                      `folio export` (direct_io: every read and write crosses FUSE), data
 #                      from Folio's page cache with that folio policy
 #
-# The file is read once (1 MiB sequential, untimed) before each target's jobs so every cache
-# starts warm. It prints IOPS, MiB/s, p50 / p99 completion latency, CPU seconds per GiB (fio's
-# CPU plus the FUSE server's, from /proc/PID/stat), and ratios to the raw file and to
-# passthrough_ll.
+# The file is read (1 MiB sequential, untimed) right before each job so every cache starts
+# warm, and fio runs with --invalidate=0 so it does not drop the kernel's copy first. It prints
+# IOPS, MiB/s, p50 / p99 completion latency, CPU seconds per GiB (fio's CPU plus the FUSE
+# server's, from /proc/PID/stat), and ratios to the raw file and to passthrough_ll.
 #
 # Usage: bench/real-fio.sh [--folio PATH] [--size SIZE] [--runtime SECONDS] [--dir DIR]
 #                          [--json FILE]
@@ -105,19 +105,23 @@ wait_mounted() {
 
 RESULTS=$W/results.tsv
 : >"$RESULTS"
+# --invalidate=0: fio's default drops the file's kernel page cache before every job, which
+# would make the raw-file target read the disk while every other target reads a warm cache.
 COMMON=(--ioengine=psync --iodepth=1 --numjobs=1 --time_based --runtime="$RUNTIME"
-        --size="$SIZE" --output-format=json)
+        --size="$SIZE" --invalidate=0 --output-format=json)
 JOBS=("4k-randread:--rw=randread --bs=4k" "1m-seqread:--rw=read --bs=1M"
       "64k-seqwrite:--rw=write --bs=64k")
 
-# run_target NAME FILE: warm-up read, then every job; one results line per job.
+# run_target NAME FILE: for every job, a warm-up read right before it (the machine's
+# proactive reclaim evicts cold kernel page cache), then the job; one results line per job.
 run_target() {
   local name=$1 file=$2
-  echo "real-fio: $name: warm-up read of $file; then for each job:"
+  echo "real-fio: $name: for each job, a warm-up read of $file, then:"
   echo "real-fio: \$ fio --name=JOB --filename=$file ARGS ${COMMON[*]}"
-  fio --name=warm --filename="$file" --rw=read --bs=1M --size="$SIZE" --output=/dev/null
   for spec in "${JOBS[@]}"; do
     local job=${spec%%:*} args=${spec#*:}
+    fio --name=warm --filename="$file" --rw=read --bs=1M --size="$SIZE" --invalidate=0 \
+      --output=/dev/null
     local out=$W/$name-$job.json
     local before after
     before=$(cpu_ticks "$SERVER_PID")
