@@ -42,7 +42,7 @@ while [ $# -gt 0 ]; do
     --runtime) RUNTIME=$2; shift 2 ;;
     --dir) DIR=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "real-fio.sh: unknown argument '$1'; see --help" >&2; exit 2 ;;
   esac
 done
