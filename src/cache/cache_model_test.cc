@@ -8,6 +8,14 @@
 // later moment, never anything else. The model keeps, per page touched since the last Fsync,
 // the hashes of every content it had since then.
 //
+// Two op mixes:
+//   wide   lengths up to 1 MiB anywhere on the device, and whole-device checks: every path
+//          (readahead ramps, large folios, split, collapse) with much data per op
+//   hot    the many-ops run: mostly sub-page to 8 KiB ops, 99.5% of them inside a hot window
+//          of an eighth of the cache memory that moves now and then (so eviction and
+//          writeback keep running), rarer expensive ops: about 10 us per op, so the
+//          default run does millions of operations
+//
 // FOLIO_SEED=<n> fixes the seed; FOLIO_MODEL_OPS=<n> overrides the op count.
 #include <gtest/gtest.h>
 
@@ -21,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/crc32c.h"
 #include "cache/cache_test_util.h"
 #include "folio/page_cache.h"
 
@@ -35,7 +44,10 @@ constexpr uint64_t kOpsScale = 25;
 constexpr uint64_t kOpsScale = 1;
 #endif
 
+enum class Mix { kWide, kHot };
+
 struct ModelParams {
+  Mix mix;
   const char* policy;
   uint64_t device_bytes;
   uint64_t memory_bytes;
@@ -46,7 +58,7 @@ struct ModelParams {
 };
 
 std::ostream& operator<<(std::ostream& os, const ModelParams& p) {
-  return os << p.policy << "/dev" << p.device_bytes / kMiB << "M/mem" << p.memory_bytes / kMiB
+  return os << (p.mix == Mix::kHot ? "hot/" : "wide/") << p.policy << "/dev" << p.device_bytes / kMiB << "M/mem" << p.memory_bytes / kMiB
             << "M/wb" << p.writeback_threads << (p.collapse_scanner ? "/scan" : "");
 }
 
@@ -60,14 +72,21 @@ bool Tracing() {
     if (Tracing()) std::fprintf(stderr, __VA_ARGS__); \
   } while (0)
 
-uint64_t PageHash(const char* p) {
-  return std::hash<std::string_view>()(std::string_view(p, kPageBytes));
-}
+// CRC32C (hardware, tens of GB/s): the crash check compares page contents by hash.
+uint64_t PageHash(const char* p) { return Crc32c(p, kPageBytes); }
 
 class CacheModel {
  public:
   CacheModel(const ModelParams& p, uint64_t seed)
-      : p_(p), rng_(seed), ref_(p.device_bytes, 0), size_(p.device_bytes), policy_(p.policy) {}
+      : p_(p), rng_(seed), ref_(p.device_bytes, 0), size_(p.device_bytes), policy_(p.policy) {
+    // Write data is copied from a random pool at a random offset (cheaper than generating it).
+    pool_.resize(kPoolBytes + kMiB);
+    for (uint64_t i = 0; i < pool_.size(); i += 8) {
+      uint64_t v = rng_();
+      std::memcpy(&pool_[i], &v, 8);
+    }
+    hot_bytes_ = std::min(p.device_bytes, std::max<uint64_t>(p.memory_bytes / 8, 256 * kKiB));
+  }
   ~CacheModel() {
     as_.reset();
     cache_.reset();
@@ -84,12 +103,17 @@ class CacheModel {
   void Record(uint64_t first, uint64_t last);
   uint64_t RandomLen();
   uint64_t RandomPos(uint64_t len);
+  // Run's mixes: one op each.
+  void WideOp();
+  void HotOp();
+  void ExpensiveOp();
 
   void OpWrite();
   void OpRead(uint64_t pos, uint64_t len);
   void OpSequentialRead();
   void OpTruncate();
   void OpAdvise();
+  void OpPolicy();
   void OpCrash();
   void VerifyAll();
   void VerifyDeviceAfterFsync();
@@ -109,6 +133,10 @@ class CacheModel {
   std::unique_ptr<FaultDevice> dev_;
   std::unique_ptr<PageCache> cache_;
   std::unique_ptr<AddressSpace> as_;
+  static constexpr uint64_t kPoolBytes = 2 * kMiB;
+  std::vector<char> pool_;     // random bytes that writes copy from
+  uint64_t hot_base_ = 0;      // hot mix: the window most ops fall in
+  uint64_t hot_bytes_ = 0;
   std::vector<char> buf_;      // reused I/O buffer (large allocations are slow under ASan)
   std::vector<char> dev_buf_;  // the whole device, for checks
 };
@@ -152,6 +180,12 @@ void CacheModel::Record(uint64_t first, uint64_t last) {
 
 uint64_t CacheModel::RandomLen() {
   uint64_t r = Rand(1000);
+  if (p_.mix == Mix::kHot) {
+    if (r < 700) return 1 + Rand(kPageBytes);
+    if (r < 960) return 1 + Rand(8 * kKiB);
+    if (r < 998) return 1 + Rand(64 * kKiB);
+    return 1 + Rand(256 * kKiB);
+  }
   if (r < 600) return 1 + Rand(kKiB);
   if (r < 850) return 1 + Rand(8 * kKiB);
   if (r < 960) return 1 + Rand(64 * kKiB);
@@ -163,6 +197,7 @@ uint64_t CacheModel::RandomPos(uint64_t len) {
   uint64_t limit = p_.device_bytes - len;
   uint64_t r = Rand(4);
   uint64_t pos = Rand(limit + 1);
+  if (p_.mix == Mix::kHot && Rand(200) != 0) pos = std::min(limit, hot_base_ + Rand(hot_bytes_));
   if (r == 1) pos &= ~(kPageBytes - 1);
   if (r == 2) pos &= ~(64 * kKiB - 1);
   if (r == 3 && size_ > 0) pos = std::min(limit, Rand(size_ + 1));  // near or inside the file
@@ -183,11 +218,11 @@ void CacheModel::OpWrite() {
   if (buf_.size() < len) buf_.resize(len);
   std::span<char> data(buf_.data(), len);
   const char tag = static_cast<char>(rng_());
-  for (uint64_t i = 0; i < len; i += 8) {
-    uint64_t v = rng_();
-    std::memcpy(&data[i], &v, std::min<uint64_t>(8, len - i));
+  if (Rand(4) == 0) {
+    std::memset(data.data(), tag, len);
+  } else {
+    std::memcpy(data.data(), &pool_[Rand(kPoolBytes)], len);
   }
-  if (Rand(4) == 0) std::memset(data.data(), tag, len);
   const uint64_t first = pos / kPageBytes, last = (pos + len + kPageBytes - 1) / kPageBytes;
   Touch(first, last);
   std::memcpy(&ref_[pos], data.data(), len);
@@ -230,7 +265,7 @@ void CacheModel::OpSequentialRead() {
 void CacheModel::OpTruncate() {
   uint64_t old_size = size_;
   uint64_t new_size;
-  if (Rand(8) == 0) {
+  if (Rand(p_.mix == Mix::kHot ? 64 : 8) == 0) {
     new_size = Rand(p_.device_bytes + 1);
   } else {
     // Mostly around the current end (large shrinks make large zero ranges to write).
@@ -257,8 +292,24 @@ void CacheModel::OpAdvise() {
   static const Advice kAdvice[] = {Advice::kNormal,   Advice::kSequential, Advice::kRandom,
                                    Advice::kWillNeed, Advice::kDontNeed,   Advice::kCollapse};
   Advice a = kAdvice[Rand(6)];
-  uint64_t len = Rand(3) == 0 ? p_.device_bytes : RandomLen() * 4;
-  uint64_t pos = Rand(p_.device_bytes);
+  uint64_t len, pos;
+  if (p_.mix == Mix::kHot) {
+    // Sequential advice holds for the whole file until the next normal one, and makes every
+    // miss read a large window: keep it to a small share of the run.
+    static const Advice kHotAdvice[] = {
+        Advice::kNormal,   Advice::kNormal,   Advice::kNormal,   Advice::kNormal,
+        Advice::kNormal,   Advice::kNormal,   Advice::kSequential, Advice::kRandom,
+        Advice::kRandom,   Advice::kWillNeed, Advice::kWillNeed, Advice::kWillNeed,
+        Advice::kWillNeed, Advice::kDontNeed, Advice::kDontNeed, Advice::kDontNeed,
+        Advice::kDontNeed, Advice::kCollapse, Advice::kCollapse, Advice::kCollapse};
+    a = kHotAdvice[Rand(20)];
+    // Whole-device advice (willneed reads all of it) rarely: it would evict the hot window.
+    len = Rand(100) == 0 ? p_.device_bytes : RandomLen() * 4;
+    pos = RandomPos(std::min(len, p_.device_bytes));
+  } else {
+    len = Rand(3) == 0 ? p_.device_bytes : RandomLen() * 4;
+    pos = Rand(p_.device_bytes);
+  }
   MODEL_TRACE("advise %d %lu at %lu\n", static_cast<int>(a), len, pos);
   Status s = as_->Advise(pos, len, a);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -325,53 +376,105 @@ void CacheModel::VerifyDeviceAfterFsync() {
   }
 }
 
+void CacheModel::WideOp() {
+  const uint64_t r = Rand(1000);
+  if (r < 400) {
+    OpWrite();
+  } else if (r < 750) {
+    OpRead(Rand(p_.device_bytes), RandomLen());
+  } else if (r < 780) {
+    OpSequentialRead();
+  } else if (r < 830) {
+    uint64_t len = RandomLen() * Rand(8);
+    uint64_t pos = Rand(p_.device_bytes);
+    MODEL_TRACE("invalidate %lu at %lu\n", len, pos);
+    ASSERT_TRUE(as_->Invalidate(pos, len).ok());
+  } else if (r < 860) {
+    OpTruncate();
+  } else if (r < 910) {
+    OpFsync();
+  } else if (r < 975) {
+    OpAdvise();
+  } else if (r < 980) {
+    OpPolicy();
+  } else {
+    // The expensive ones (whole-device checks), rarer still.
+    if (Rand(100) < 25) {
+      ExpensiveOp();
+    } else {
+      OpRead(Rand(size_ + 1), RandomLen());
+    }
+  }
+}
+
+void CacheModel::HotOp() {
+  const uint64_t r = Rand(100000);
+  if (r < 48000) {
+    OpWrite();
+  } else if (r < 97000) {
+    const uint64_t len = RandomLen();
+    OpRead(RandomPos(len), len);
+  } else if (r < 97100) {
+    OpSequentialRead();
+  } else if (r < 98100) {
+    uint64_t len = RandomLen() * Rand(4);
+    uint64_t pos = RandomPos(len);
+    MODEL_TRACE("invalidate %lu at %lu\n", len, pos);
+    ASSERT_TRUE(as_->Invalidate(pos, len).ok());
+  } else if (r < 98600) {
+    OpTruncate();
+  } else if (r < 99100) {
+    OpFsync();
+  } else if (r < 99900) {
+    OpAdvise();
+  } else if (r < 99960) {
+    OpPolicy();
+  } else if (r < 99995) {
+    // The hot window moves: the old one is evicted and written back as the new one fills.
+    hot_base_ = Rand(p_.device_bytes - hot_bytes_ + 1) & ~(kPageBytes - 1);
+    MODEL_TRACE("hot window at %lu\n", hot_base_);
+  } else {
+    ExpensiveOp();
+  }
+}
+
+void CacheModel::OpPolicy() {
+  static const char* kPolicies[] = {"4k", "fixed:16K", "fixed:64K", "dynamic", "dynamic:256K"};
+  policy_ = kPolicies[Rand(5)];
+  MODEL_TRACE("policy %s\n", policy_.c_str());
+  as_->SetPolicy(*FolioPolicy::Parse(policy_));
+}
+
+// A crash (in a crash epoch), a whole-file read check or an fsync with a whole-device check.
+void CacheModel::ExpensiveOp() {
+  const uint64_t q = Rand(25);
+  if (q < 15) {
+    if (tracking_) {
+      OpCrash();
+    } else {
+      OpFsync();
+    }
+  } else if (q < 20) {
+    VerifyAll();
+  } else {
+    VerifyDeviceAfterFsync();
+  }
+}
+
 void CacheModel::Run(uint64_t ops) {
   Open(true);
   if (::testing::Test::HasFatalFailure()) return;
   tracking_ = true;  // the device starts all zero, as if just fsynced
-  static const char* kPolicies[] = {"4k", "fixed:16K", "fixed:64K", "dynamic", "dynamic:256K"};
   for (uint64_t op = 0; op < ops; ++op) {
-    SCOPED_TRACE("op " + std::to_string(op));
-    const uint64_t r = Rand(1000);
-    if (r < 400) {
-      OpWrite();
-    } else if (r < 750) {
-      OpRead(Rand(p_.device_bytes), RandomLen());
-    } else if (r < 780) {
-      OpSequentialRead();
-    } else if (r < 830) {
-      uint64_t len = RandomLen() * Rand(8);
-      uint64_t pos = Rand(p_.device_bytes);
-      MODEL_TRACE("invalidate %lu at %lu\n", len, pos);
-      ASSERT_TRUE(as_->Invalidate(pos, len).ok());
-    } else if (r < 860) {
-      OpTruncate();
-    } else if (r < 910) {
-      OpFsync();
-    } else if (r < 975) {
-      OpAdvise();
-    } else if (r < 980) {
-      policy_ = kPolicies[Rand(5)];
-      MODEL_TRACE("policy %s\n", policy_.c_str());
-      as_->SetPolicy(*FolioPolicy::Parse(policy_));
+    if (p_.mix == Mix::kHot) {
+      HotOp();
     } else {
-      // The expensive ones (whole-device checks), rarer still.
-      const uint64_t q = Rand(100);
-      if (q < 15) {
-        if (tracking_) {
-          OpCrash();
-        } else {
-          OpFsync();
-        }
-      } else if (q < 20) {
-        VerifyAll();
-      } else if (q < 25) {
-        VerifyDeviceAfterFsync();
-      } else {
-        OpRead(Rand(size_ + 1), RandomLen());
-      }
+      WideOp();
     }
-    if (::testing::Test::HasFatalFailure()) return;
+    if (::testing::Test::HasFatalFailure()) {
+      ADD_FAILURE() << "at op " << op;
+      return;
+    }
   }
   VerifyAll();
   if (::testing::Test::HasFatalFailure()) return;
@@ -402,7 +505,8 @@ using CacheModelSlowTest = CacheModelTest;
 
 FOLIO_MODEL_TEST_P(FOLIO_MODEL_SUITE, MatchesReferenceAndSurvivesCrashes) {
   const ModelParams& p = GetParam();
-  uint64_t ops = p.ops * kOpsScale;
+  // The slow label runs the wide mix 25 times longer and the hot mix 5 times.
+  uint64_t ops = p.ops * (p.mix == Mix::kHot ? std::min<uint64_t>(kOpsScale, 5) : kOpsScale);
   if (const char* s = std::getenv("FOLIO_MODEL_OPS")) ops = std::strtoull(s, nullptr, 0);
   const uint64_t seed = cache_test::SeedOr(p.seed);
   SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
@@ -413,11 +517,19 @@ FOLIO_MODEL_TEST_P(FOLIO_MODEL_SUITE, MatchesReferenceAndSurvivesCrashes) {
 
 FOLIO_MODEL_INSTANTIATE(
     Policies, FOLIO_MODEL_SUITE,
-    ::testing::Values(ModelParams{"4k", 16 * kMiB, 2 * kMiB, 0, false, 10000, 101},
-                      ModelParams{"fixed:64K", 16 * kMiB, 4 * kMiB, 1, true, 10000, 202},
-                      ModelParams{"dynamic", 16 * kMiB, 2 * kMiB, 0, false, 10000, 303},
-                      ModelParams{"dynamic", 32 * kMiB, 4 * kMiB, 1, true, 6000, 404},
-                      ModelParams{"fixed:16K", 16 * kMiB, 2 * kMiB, 2, false, 10000, 505}));
+    ::testing::Values(
+        // Wide: large ops anywhere, ~46K ops in all.
+        ModelParams{Mix::kWide, "4k", 16 * kMiB, 2 * kMiB, 0, false, 10000, 101},
+        ModelParams{Mix::kWide, "fixed:64K", 16 * kMiB, 4 * kMiB, 1, true, 10000, 202},
+        ModelParams{Mix::kWide, "dynamic", 16 * kMiB, 2 * kMiB, 0, false, 10000, 303},
+        ModelParams{Mix::kWide, "dynamic", 32 * kMiB, 4 * kMiB, 1, true, 6000, 404},
+        ModelParams{Mix::kWide, "fixed:16K", 16 * kMiB, 2 * kMiB, 2, false, 10000, 505},
+        // Hot: small ops in a moving window, 2M ops in all (about 20 s of CPU in Release,
+        // a minute under ASan; ctest runs the cases in parallel).
+        ModelParams{Mix::kHot, "dynamic", 32 * kMiB, 8 * kMiB, 0, false, 600000, 606},
+        ModelParams{Mix::kHot, "4k", 16 * kMiB, 4 * kMiB, 0, false, 700000, 707},
+        ModelParams{Mix::kHot, "fixed:16K", 32 * kMiB, 8 * kMiB, 1, true, 400000, 808},
+        ModelParams{Mix::kHot, "dynamic", 64 * kMiB, 16 * kMiB, 2, true, 300000, 909}));
 
 }  // namespace
 }  // namespace folio
