@@ -135,6 +135,10 @@ class RaidDeviceImpl final : public RaidDevice {
   uint32_t BufferMask(const StripeOp* op) const;
   void AfterReads(StripeOp* op);
   void AfterWrites(StripeOp* op);
+  // A write head's outcome once its members' write errors are handled: DataLoss when data it
+  // wrote is no longer held by enough members (its own member lost and more roles of the
+  // stripe lost than the level tolerates); `write_failed` are the slots whose write failed.
+  Status WriteLossStatus(const StripeOp* op, uint32_t write_failed) const;
   void IssueReads(StripeOp* op);
   void IssueWrites(StripeOp* op);
   bool NeedsResync(uint64_t stripe) const;

@@ -166,6 +166,85 @@ TEST(RaidFaults, TwoLostOnRaid5IsDataLossNeverWrongData) {
   EXPECT_GT(served, 0u) << "chunks on the two healthy members are still readable";
 }
 
+// Degraded RAID 5: stripe 0's D0 lives on m0, which is failed, so a write of D0 is kept only
+// by the parity (m3). When that parity write fails too, nothing holds the data any more: the
+// write must say DataLoss (naming the stripe and the members), and so must a read of it.
+TEST(RaidFaults, DegradedWriteWhoseParityWriteFailsIsDataLoss) {
+  Members m(4, kMemberBytes);
+  auto dev = Create(m, RaidLevel::kRaid5, 4);
+  ASSERT_NE(dev, nullptr);
+  const std::vector<char> data = FillArray(dev.get(), 29);
+  ASSERT_TRUE(dev->FailMember(0).ok());
+  const uint64_t chunk = 16 << 10;
+  const uint32_t p = ParitySlotOfStripe0(4);
+  m.faults(p)->FailRange(kDataOffset, chunk, /*reads=*/false, /*writes=*/true);
+  std::vector<char> fresh(chunk, 0x6c);
+  const Status st = WriteBytes(dev.get(), 0, fresh.data(), chunk);
+  ASSERT_TRUE(st.IsDataLoss()) << st.ToString();
+  EXPECT_NE(st.message().find("stripe 0"), std::string_view::npos) << st.ToString();
+  EXPECT_NE(st.message().find("m0"), std::string_view::npos) << st.ToString();
+  EXPECT_NE(st.message().find("m3"), std::string_view::npos) << st.ToString();
+  EXPECT_NE(st.message().find("injected error"), std::string_view::npos) << st.ToString();
+  EXPECT_EQ(dev->Describe().members[p].health, MemberHealth::kFailed);
+  std::vector<char> got(chunk);
+  const Status rd = ReadBytes(dev.get(), 0, got.data(), chunk);
+  EXPECT_TRUE(rd.IsDataLoss()) << rd.ToString();
+  // D1 and D2 of the stripe sit on healthy members: still readable, still the old data.
+  ASSERT_TRUE(ReadBytes(dev.get(), chunk, got.data(), chunk).ok());
+  EXPECT_EQ(0, std::memcmp(got.data(), &data[chunk], chunk));
+  ASSERT_TRUE(ReadBytes(dev.get(), 2 * chunk, got.data(), chunk).ok());
+  EXPECT_EQ(0, std::memcmp(got.data(), &data[2 * chunk], chunk));
+}
+
+// A write whose data reaches its own (healthy) member is not lost when the parity write
+// fails on a degraded RAID 5: the write succeeds; only the failed member's chunk is lost.
+TEST(RaidFaults, DegradedWriteToHealthyMemberSurvivesParityWriteError) {
+  Members m(4, kMemberBytes);
+  auto dev = Create(m, RaidLevel::kRaid5, 4);
+  ASSERT_NE(dev, nullptr);
+  const std::vector<char> data = FillArray(dev.get(), 31);
+  ASSERT_TRUE(dev->FailMember(0).ok());
+  const uint64_t chunk = 16 << 10;
+  m.faults(ParitySlotOfStripe0(4))->FailRange(kDataOffset, chunk, false, true);
+  std::vector<char> fresh(chunk, 0x1d);
+  const Status st = WriteBytes(dev.get(), chunk, fresh.data(), chunk);  // D1, on m1
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::vector<char> got(chunk);
+  ASSERT_TRUE(ReadBytes(dev.get(), chunk, got.data(), chunk).ok());
+  EXPECT_EQ(0, std::memcmp(got.data(), fresh.data(), chunk));
+  const Status rd = ReadBytes(dev.get(), 0, got.data(), chunk);  // D0, on failed m0
+  EXPECT_TRUE(rd.IsDataLoss()) << rd.ToString();
+}
+
+// RAID 6 with two members failed: a write kept only by P and Q is lost when either of them
+// fails its write.
+TEST(RaidFaults, Raid6TwoFailedAndParityWriteErrorIsDataLoss) {
+  // 6 members, left-symmetric, stripe 0: Q on m0, D0..D3 on m1..m4, P on m5.
+  for (uint32_t bad : {5u, 0u}) {
+    SCOPED_TRACE(bad == 5 ? "P fails" : "Q fails");
+    Members m(6, kMemberBytes);
+    auto dev = Create(m, RaidLevel::kRaid6, 6);
+    ASSERT_NE(dev, nullptr);
+    const std::vector<char> data = FillArray(dev.get(), 37 + bad);
+    ASSERT_TRUE(dev->FailMember(1).ok());
+    ASSERT_TRUE(dev->FailMember(2).ok());
+    const uint64_t chunk = 16 << 10;
+    m.faults(bad)->FailRange(kDataOffset, chunk, false, true);
+    std::vector<char> fresh(chunk, 0x42);
+    const Status st = WriteBytes(dev.get(), 0, fresh.data(), chunk);  // D0, on failed m1
+    ASSERT_TRUE(st.IsDataLoss()) << st.ToString();
+    EXPECT_NE(st.message().find("stripe 0"), std::string_view::npos) << st.ToString();
+    EXPECT_NE(st.message().find("m" + std::to_string(bad)), std::string_view::npos)
+        << st.ToString();
+    EXPECT_EQ(dev->Describe().members[bad].health, MemberHealth::kFailed);
+    std::vector<char> got(chunk);
+    const Status rd = ReadBytes(dev.get(), 0, got.data(), chunk);
+    EXPECT_TRUE(rd.IsDataLoss()) << rd.ToString();
+    ASSERT_TRUE(ReadBytes(dev.get(), 2 * chunk, got.data(), chunk).ok());  // D2, on m3
+    EXPECT_EQ(0, std::memcmp(got.data(), &data[2 * chunk], chunk));
+  }
+}
+
 TEST(RaidFaults, Raid6SurvivesTwoAndReportsThree) {
   Members m(6, kMemberBytes);
   auto dev = Create(m, RaidLevel::kRaid6, 6);

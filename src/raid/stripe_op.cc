@@ -294,6 +294,7 @@ void RaidDeviceImpl::IssueWrites(StripeOp* op) {
 }
 
 void RaidDeviceImpl::AfterWrites(StripeOp* op) {
+  uint32_t write_failed = 0;
   for (uint32_t i = 0; i < op->ios_used; ++i) {
     const MemberIo& io = op->ios[i];
     const bool rewrite = (op->bad_mask >> io.slot) & 1;
@@ -301,18 +302,57 @@ void RaidDeviceImpl::AfterWrites(StripeOp* op) {
       if (rewrite) counters_.read_errors_corrected.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
-    const bool intact = HandleMemberError(io.slot);
-    const ChunkKind kind = geometry_.RoleOf(op->stripe, io.slot).kind;
-    const bool carries_data = kind == ChunkKind::kData || kind == ChunkKind::kMirror;
-    if (!intact && carries_data && op->work == StripeWork::kWrite && op->status.ok()) {
-      op->status = Status::DataLoss(name_ + ": stripe " + std::to_string(op->stripe) +
-                                    ": write to member " + meta_->name(io.slot) +
-                                    " failed and the array has no redundancy left: " +
-                                    io.req.status.ToString());
-    }
+    (void)HandleMemberError(io.slot);
+    write_failed |= 1u << io.slot;
+  }
+  if (op->work == StripeWork::kWrite && op->status.ok()) {
+    op->status = WriteLossStatus(op, write_failed);
   }
   ReleaseStripe(op);
   FinishOp(op);
+}
+
+Status RaidDeviceImpl::WriteLossStatus(const StripeOp* op, uint32_t write_failed) const {
+  // Lost roles of the stripe: members failed (before or by this op) and members whose write
+  // failed (counted even when MarkFailed is quiet, e.g. while stopping after a crash).
+  uint32_t lost = write_failed;
+  for (uint32_t s = 0; s < geometry_.members(); ++s) {
+    if (!meta_->Writable(s)) lost |= 1u << s;
+  }
+  const uint32_t tolerance = RaidFailureTolerance(geometry_.level(), geometry_.members());
+  if (static_cast<uint32_t>(std::popcount(lost)) <= tolerance) return Status::OK();
+  // More roles lost than redundancy: data of this op whose own member is lost is gone (it
+  // cannot be rebuilt); data that reached its own member is still there.
+  uint32_t lost_homes = 0;
+  if (geometry_.level() == RaidLevel::kRaid1) {
+    lost_homes = lost;  // every mirror is a home, and all of them are lost
+  } else {
+    for (uint32_t d = 0; d < geometry_.data_members(); ++d) {
+      if (op->piece[d].empty()) continue;
+      const uint32_t slot = DataSlot(op->stripe, d);
+      if ((lost >> slot) & 1) lost_homes |= 1u << slot;
+    }
+  }
+  if (lost_homes == 0) return Status::OK();
+  auto names = [&](uint32_t mask) {
+    std::string out;
+    for (uint32_t s = 0; s < geometry_.members(); ++s) {
+      if (!((mask >> s) & 1)) continue;
+      if (!out.empty()) out += ", ";
+      out += meta_->name(s);
+    }
+    return out;
+  };
+  std::string msg = name_ + ": stripe " + std::to_string(op->stripe) + ": data written for " +
+                    names(lost_homes) + " is lost: members " + names(lost) +
+                    " are failed, more than the array's redundancy (" +
+                    std::to_string(tolerance) + ")";
+  for (uint32_t i = 0; i < op->ios_used; ++i) {
+    const MemberIo& io = op->ios[i];
+    if (io.req.status.ok()) continue;
+    msg += "; write to " + meta_->name(io.slot) + " failed: " + io.req.status.ToString();
+  }
+  return Status::DataLoss(msg);
 }
 
 }  // namespace folio::raid
