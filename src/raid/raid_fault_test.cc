@@ -260,6 +260,54 @@ TEST(RaidFaults, Raid6SurvivesTwoAndReportsThree) {
   EXPECT_TRUE(st.IsDataLoss()) << st.ToString();
 }
 
+// RAID 0 keeps one copy, so a member's write or read error loses that range: DataLoss naming
+// the member and the array (with the member's own error), and the member is failed, so later
+// I/O to any of its ranges is refused at once even when the device would serve it again.
+TEST(RaidFaults, Raid0MemberErrorIsDataLossAndFailsMember) {
+  for (const bool write : {true, false}) {
+    SCOPED_TRACE(write ? "write error" : "read error");
+    Members m(3, kMemberBytes);
+    auto dev = Create(m, RaidLevel::kRaid0, 3);
+    ASSERT_NE(dev, nullptr);
+    const std::vector<char> data = FillArray(dev.get(), 41);
+    const uint64_t chunk = 16 << 10;
+    // RAID 0, 3 members: stripe s holds array chunks 3s, 3s+1, 3s+2 on m0, m1, m2.
+    const uint32_t bad = write ? 1 : 2;
+    m.faults(bad)->FailRange(kDataOffset, chunk, /*reads=*/!write, /*writes=*/write);
+    std::vector<char> buf(3 * chunk, 0x77);
+    const Status st = write ? WriteBytes(dev.get(), 0, buf.data(), buf.size())
+                            : ReadBytes(dev.get(), 0, buf.data(), buf.size());
+    ASSERT_TRUE(st.IsDataLoss()) << st.ToString();
+    EXPECT_NE(st.message().find("raid0("), std::string_view::npos) << st.ToString();
+    EXPECT_NE(st.message().find("member m" + std::to_string(bad)), std::string_view::npos)
+        << st.ToString();
+    EXPECT_NE(st.message().find("injected error"), std::string_view::npos) << st.ToString();
+    const RaidStatus status = dev->Describe();
+    EXPECT_EQ(status.members[bad].health, MemberHealth::kFailed);
+    EXPECT_EQ(status.members[write ? 2 : 1].health, MemberHealth::kInSync);
+    EXPECT_EQ(status.failed, 1u);
+
+    // The device would serve I/O again, but the member stays failed: its other ranges (stripe
+    // 1's chunk 3 + bad) are refused, and nothing is written to it.
+    m.faults(bad)->ClearFailures();
+    const uint64_t errors = m.faults(bad)->injected_errors();
+    const uint64_t off = (3 + bad) * chunk;
+    std::vector<char> got(chunk);
+    const Status rd = ReadBytes(dev.get(), off, got.data(), chunk);
+    EXPECT_TRUE(rd.IsDataLoss()) << rd.ToString();
+    std::vector<char> fresh(chunk, 0x13);
+    const Status wr = WriteBytes(dev.get(), off, fresh.data(), chunk);
+    EXPECT_TRUE(wr.IsDataLoss()) << wr.ToString();
+    ASSERT_TRUE(ReadBytes(m.raw(bad), kDataOffset + chunk, got.data(), chunk).ok());
+    EXPECT_EQ(0, std::memcmp(got.data(), &data[off], chunk)) << "a failed member was written";
+    EXPECT_EQ(m.faults(bad)->injected_errors(), errors);
+    // The other members still serve their ranges.
+    const uint64_t good = (3 + (bad + 1) % 3) * chunk;
+    ASSERT_TRUE(ReadBytes(dev.get(), good, got.data(), chunk).ok());
+    EXPECT_EQ(0, std::memcmp(got.data(), &data[good], chunk));
+  }
+}
+
 // Writes, a flush, more writes, then power loss with a random subset of the unflushed member
 // writes landing. After assembly the bitmap resync leaves every stripe consistent, and every
 // block holds its flushed contents or one of the later writes.

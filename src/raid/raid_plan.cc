@@ -160,6 +160,13 @@ void RaidDeviceImpl::AdvancePiece(PieceOp* op) {
       // Read error on one member: reconstruct the piece, then rewrite it (stripe_op.cc).
       StartReconstruct(op->ctx, op->user, op->stripe, op->data_index, op->col, op->length,
                        op->buf, 1u << op->slot);
+    } else if (geometry_.level() == RaidLevel::kRaid0) {
+      // RAID 0 keeps one copy: the member's range is lost. Fail the member so later I/O to
+      // its ranges is refused at once instead of trusting it again.
+      (void)HandleMemberError(op->slot);
+      op->status = Status::DataLoss(name_ + ": " + std::string(IoOpName(op->op)) + " of member " +
+                                    meta_->name(op->slot) +
+                                    " failed and RAID 0 has no redundancy: " + st.ToString());
     } else {
       op->status = st.WithContext(name_ + ": member " + meta_->name(op->slot));
     }
