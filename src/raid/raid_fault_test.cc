@@ -245,6 +245,62 @@ TEST(RaidFaults, Raid6TwoFailedAndParityWriteErrorIsDataLoss) {
   }
 }
 
+// RAID 5 with m0 failed and a read error on m1 in stripe 0: the stripe has two members
+// unreadable, one more than parity rebuilds. Reads of what lived there say DataLoss, never
+// wrong bytes; the read error does not fail m1, and once m1 reads again nothing was damaged.
+TEST(RaidFaults, ReadErrorOnDegradedRaid5IsDataLoss) {
+  Members m(4, kMemberBytes);
+  auto dev = Create(m, RaidLevel::kRaid5, 4);
+  ASSERT_NE(dev, nullptr);
+  const std::vector<char> data = FillArray(dev.get(), 43);
+  ASSERT_TRUE(dev->FailMember(0).ok());
+  const uint64_t chunk = 16 << 10;
+  m.faults(1)->FailRange(kDataOffset, chunk, /*reads=*/true, /*writes=*/false);
+  std::vector<char> got(3 * chunk);
+  // Stripe 0: D0 on failed m0, D1 on m1 (read error), D2 on m2, P on m3.
+  for (uint64_t off : {uint64_t{0}, chunk}) {
+    const Status st = ReadBytes(dev.get(), off, got.data(), chunk);
+    EXPECT_TRUE(st.IsDataLoss()) << "chunk at " << off << ": " << st.ToString();
+  }
+  const Status whole = ReadBytes(dev.get(), 0, got.data(), 3 * chunk);
+  EXPECT_TRUE(whole.IsDataLoss()) << whole.ToString();
+  ASSERT_TRUE(ReadBytes(dev.get(), 2 * chunk, got.data(), chunk).ok());
+  EXPECT_EQ(0, std::memcmp(got.data(), &data[2 * chunk], chunk));
+  EXPECT_EQ(dev->Describe().members[1].health, MemberHealth::kInSync);
+  m.faults(1)->ClearFailures();
+  ASSERT_TRUE(ReadBytes(dev.get(), 0, got.data(), 3 * chunk).ok());
+  EXPECT_EQ(0, std::memcmp(got.data(), data.data(), 3 * chunk));
+}
+
+// Writes into that stripe (m0 failed, m1 read error): parity can no longer be rebuilt from
+// all the data, so a write must not leave it stale, or D0, rebuilt later from D1, D2 and P
+// once m1 reads again, would come out wrong. A write whose old data and parity are readable
+// updates parity by read-modify-write; one that needs the unreadable data is refused with
+// DataLoss and writes nothing.
+TEST(RaidFaults, WriteIntoStripeWithReadErrorOnDegradedRaid5KeepsParity) {
+  Members m(4, kMemberBytes);
+  auto dev = Create(m, RaidLevel::kRaid5, 4);
+  ASSERT_NE(dev, nullptr);
+  std::vector<char> data = FillArray(dev.get(), 47);
+  ASSERT_TRUE(dev->FailMember(0).ok());
+  const uint64_t chunk = 16 << 10;
+  m.faults(1)->FailRange(kDataOffset, chunk, /*reads=*/true, /*writes=*/false);
+  std::vector<char> fresh(4096, 0x5e);
+  // D2 (on m2): old D2 and P readable.
+  ASSERT_TRUE(WriteBytes(dev.get(), 2 * chunk + 4096, fresh.data(), 4096).ok());
+  std::memcpy(&data[2 * chunk + 4096], fresh.data(), 4096);
+  // D1 (on m1): its old data cannot be read, D0 cannot be rebuilt without it.
+  const Status st = WriteBytes(dev.get(), chunk, fresh.data(), 4096);
+  EXPECT_TRUE(st.IsDataLoss()) << st.ToString();
+  EXPECT_NE(st.message().find("stripe 0"), std::string_view::npos) << st.ToString();
+  m.faults(1)->ClearFailures();
+  std::vector<char> got(3 * chunk);
+  ASSERT_TRUE(ReadBytes(dev.get(), 0, got.data(), 3 * chunk).ok());
+  EXPECT_EQ(0, std::memcmp(got.data(), data.data(), chunk)) << "D0 rebuilt wrong";
+  EXPECT_EQ(0, std::memcmp(&got[chunk], &data[chunk], chunk)) << "D1";
+  EXPECT_EQ(0, std::memcmp(&got[2 * chunk], &data[2 * chunk], chunk)) << "D2";
+}
+
 TEST(RaidFaults, Raid6SurvivesTwoAndReportsThree) {
   Members m(6, kMemberBytes);
   auto dev = Create(m, RaidLevel::kRaid6, 6);

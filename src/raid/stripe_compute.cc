@@ -36,7 +36,28 @@ void RaidDeviceImpl::ComputeWrite(StripeOp* op) {
   const uint32_t par = geometry_.parity_members();
   const uint32_t len = op->length();
   const uint32_t cb = op->col_begin;
-  if (op->mode == StripeMode::kMirror || op->mode == StripeMode::kBeyond) return;
+  if (op->mode == StripeMode::kMirror) return;
+  if (op->mode == StripeMode::kBeyond) {
+    // Parity cannot be recomputed. Writing data without it is safe only when the stripe is
+    // lost for good (more members failed than parity); otherwise an unreadable member (read
+    // error, not yet rebuilt) would later be rebuilt from stale parity: wrong data.
+    uint32_t failed = 0;
+    for (uint32_t s = 0; s < geometry_.members(); ++s) {
+      if (!meta_->Writable(s)) failed |= 1u << s;
+    }
+    if (static_cast<uint32_t>(std::popcount(failed)) <= par) {
+      std::string unreadable;
+      for (uint32_t s = 0; s < geometry_.members(); ++s) {
+        if (!((op->lost_mask >> s) & 1)) continue;
+        unreadable += (unreadable.empty() ? "" : ", ") + meta_->name(s);
+      }
+      op->status = Status::DataLoss(name_ + ": stripe " + std::to_string(op->stripe) +
+                                    ": members " + unreadable +
+                                    " cannot be read, more than parity rebuilds, so parity "
+                                    "cannot be kept consistent: nothing written");
+    }
+    return;
+  }
   const uint32_t p_slot = geometry_.PMember(op->stripe);
   const uint32_t q_slot = par == 2 ? geometry_.QMember(op->stripe) : 0;
   char* p = op->buf[p_slot];

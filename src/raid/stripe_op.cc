@@ -14,6 +14,11 @@
 //               computed from the data alone)
 //   degraded    a member is unreadable: read every readable block, rebuild the lost ones,
 //               apply the new data, recompute parity, write every writable block touched
+//   more members unreadable than parity: rmw when it reads nothing unreadable (parity stays
+//               consistent with the unreadable blocks); otherwise beyond: written straight to
+//               the data members only when the stripe is lost for good (more members failed
+//               than parity), else refused, since stale parity would rebuild a member whose
+//               read error clears, or which a rebuild reaches, with wrong data
 #include <bit>
 #include <string>
 
@@ -49,8 +54,20 @@ StripeMode RaidDeviceImpl::ChooseMode(const StripeOp* op) const {
   if (geometry_.level() == RaidLevel::kRaid1) return StripeMode::kMirror;
   const uint32_t par = geometry_.parity_members();
   const uint32_t k = geometry_.data_members();
-  const uint32_t lost = std::popcount(UnreadableMask(op));
-  if (lost > par) return StripeMode::kBeyond;
+  const uint32_t unreadable = UnreadableMask(op);
+  const uint32_t lost = std::popcount(unreadable);
+  if (lost > par) {
+    // Parity cannot be computed from all the data. A read-modify-write still keeps it
+    // consistent with the unreadable blocks (which may read again: a read error, a rebuild)
+    // when everything it reads is readable.
+    bool rmw_possible = (ParityMask(op->stripe) & unreadable) == 0 && !NeedsResync(op->stripe);
+    for (uint32_t d = 0; d < k; ++d) {
+      if (!op->piece[d].empty() && ((unreadable >> DataSlot(op->stripe, d)) & 1)) {
+        rmw_possible = false;
+      }
+    }
+    return rmw_possible ? StripeMode::kRmw : StripeMode::kBeyond;
+  }
   const uint64_t len = op->length();
   uint64_t rmw = par * len;
   uint64_t rcw = 0;
@@ -275,14 +292,14 @@ void RaidDeviceImpl::IssueWrites(StripeOp* op) {
       if (p.empty()) continue;
       const uint32_t slot = DataSlot(op->stripe, d);
       if ((op->write_mask >> slot) & 1) continue;  // written whole below
-      if (!meta_->Writable(slot)) {
-        if (op->mode == StripeMode::kBeyond) {
-          op->status = Status::DataLoss(name_ + ": stripe " + std::to_string(op->stripe) +
-                                        ": member " + meta_->name(slot) +
-                                        " failed and the array has no redundancy left");
-        }
-        continue;  // degraded: the data lives in the parity
+      if (op->mode == StripeMode::kBeyond && !meta_->Readable(slot, MemberEnd(op)) &&
+          op->status.ok()) {
+        // Failed, or not rebuilt this far (a rebuild cannot fill it in: too many lost).
+        op->status = Status::DataLoss(name_ + ": stripe " + std::to_string(op->stripe) +
+                                      ": member " + meta_->name(slot) +
+                                      " cannot be read and the array has no redundancy left");
       }
+      if (!meta_->Writable(slot)) continue;  // degraded: the data lives in the parity
       QueueIo(op, slot, IoOp::kWrite, base + p.begin, p.end - p.begin, p.buf);
     }
   }
