@@ -1,44 +1,52 @@
 #!/usr/bin/env bash
-# Real fio (Debian's) against Folio's FUSE export, the raw backing file through the kernel, and
-# libfuse's passthrough_ll example, in one run on the same data. The jobs are the large-folio
-# experiment's (bench/seed-large-folio.fio: 4 KiB random reads of a cached file, 64 KiB
-# sequential buffered writes) plus 1 MiB sequential reads; each runs on every target:
+# Real fio (Debian's) running the large-folio experiment's job file (bench/seed-large-folio.fio:
+# cached 4 KiB random reads and 64 KiB sequential buffered writes, on a file that fits Folio's
+# cache and on one twice its size) plus a 1 MiB sequential read job, against Folio's FUSE
+# export, the raw backing file through the kernel, and libfuse's passthrough_ll example, in one
+# run on the same data. Every job runs on every target:
 #
 #   kernel             the backing file itself, buffered, through the kernel page cache
 #   passthrough_ll     libfuse 3.14's example (built here from libfuse3-dev's examples),
 #                      -o cache=never: every read and write crosses FUSE, data from the
 #                      backing file's kernel page cache
 #   folio:4k, folio:fixed:64k, folio:dynamic
-#                      `folio export` (direct_io: every read and write crosses FUSE), data
-#                      from Folio's page cache with that folio policy
+#                      `folio export --cache CACHE` (direct_io: every read and write crosses
+#                      FUSE), data from Folio's page cache with that folio policy
 #
-# The file is read (1 MiB sequential, untimed) right before each job so every cache starts
-# warm, and fio runs with --invalidate=0 so it does not drop the kernel's copy first. It prints
-# IOPS, MiB/s, p50 / p99 completion latency, CPU seconds per GiB (fio's CPU plus the FUSE
-# server's, from /proc/PID/stat), and ratios to the raw file and to passthrough_ll.
+# Each job section runs as its own fio invocation (fio --section=JOB JOBFILE --filename=...),
+# so its CPU can be charged to it; the read jobs' pre_read=1 reads the file right before the
+# job (the machine's proactive reclaim evicts cold kernel page cache) and fio runs with
+# --invalidate=0 so it does not drop the kernel's copy first. It prints IOPS, MiB/s, p50 / p99
+# completion latency, CPU seconds per GiB (fio's CPU plus the FUSE server's, from
+# /proc/PID/stat), and ratios to the raw file and to passthrough_ll.
 #
-# Usage: bench/real-fio.sh [--folio PATH] [--size SIZE] [--runtime SECONDS] [--dir DIR]
-#                          [--json FILE]
+# Usage: bench/real-fio.sh [--folio PATH] [--jobfile FILE] [--cache SIZE] [--runtime SECONDS]
+#                          [--dir DIR] [--json FILE]
 #   --folio    the folio binary (default build/release/folio; `make release` builds it)
-#   --size     the data file (default 512M; Folio's cache is twice that)
-#   --runtime  seconds per timed job (default 5)
+#   --jobfile  fio job file (default bench/seed-large-folio.fio, written for --cache 1G); the
+#              data file is as large as its largest job's size
+#   --cache    Folio's page cache memory (default 1G)
+#   --runtime  seconds per timed job, replacing the job file's runtime (default: the file's)
 #   --dir      where the temporary directory goes (default $TMPDIR or /tmp)
 #   --json     also write every result as JSON
-# Needs root (or FUSE permissions), fio, python3, cc and libfuse3-dev. Bounded: about
-# 5 targets x (3 jobs x runtime + warm-up) + setup, ~2 minutes at the defaults. Everything is
-# in a mktemp directory, unmounted and removed on exit.
+# Needs root (or FUSE permissions), fio, python3, cc and libfuse3-dev. Bounded: 5 targets x
+# 5 jobs x (ramp + runtime + pre-read): about 5 minutes with the default job file. Everything
+# is in a mktemp directory (a 2G data file with the default job file), unmounted and removed
+# on exit.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FOLIO=$ROOT/build/release/folio
-SIZE=512M
-RUNTIME=5
+JOBFILE=$ROOT/bench/seed-large-folio.fio
+CACHE=1G
+RUNTIME=""
 DIR=${TMPDIR:-/tmp}
 JSON_OUT=""
 while [ $# -gt 0 ]; do
   case $1 in
     --folio) FOLIO=$2; shift 2 ;;
-    --size) SIZE=$2; shift 2 ;;
+    --jobfile) JOBFILE=$2; shift 2 ;;
+    --cache) CACHE=$2; shift 2 ;;
     --runtime) RUNTIME=$2; shift 2 ;;
     --dir) DIR=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
@@ -55,8 +63,10 @@ command -v cc >/dev/null || die "no C compiler (apt-get install build-essential)
 [ -e /dev/fuse ] || die "/dev/fuse does not exist: FUSE is unavailable here"
 EXAMPLES=/usr/share/doc/libfuse3-dev/examples
 [ -f "$EXAMPLES/passthrough_ll.c" ] || die "$EXAMPLES/passthrough_ll.c: install libfuse3-dev"
-[[ "$RUNTIME" =~ ^[0-9]+$ ]] && [ "$RUNTIME" -ge 1 ] && [ "$RUNTIME" -le 60 ] ||
+[ -z "$RUNTIME" ] || { [[ "$RUNTIME" =~ ^[0-9]+$ ]] && [ "$RUNTIME" -ge 1 ] && [ "$RUNTIME" -le 60 ]; } ||
   die "--runtime $RUNTIME: give 1 to 60 seconds"
+[ -f "$JOBFILE" ] || die "--jobfile $JOBFILE: no such file"
+[[ "$CACHE" =~ ^[0-9]+[kKmMgG]?$ ]] || die "--cache $CACHE: use e.g. 512M or 1G"
 
 W=$(mktemp -d "$DIR/folio-real-fio.XXXXXX")
 SERVER_PID=""
@@ -75,17 +85,41 @@ echo "real-fio: building libfuse's passthrough_ll example in $W"
 cc -O2 -w $(pkg-config --cflags fuse3) "$EXAMPLES/passthrough_ll.c" -o "$W/passthrough_ll" \
   $(pkg-config --libs fuse3)
 
+# The job file as run: the given one, with --runtime applied, plus a 1 MiB sequential read
+# job over the smallest job's size (the FUSE overhead on large requests).
+JOBS_RUN=$W/jobs.fio
+read -r DATA_BYTES SECTIONS < <(python3 - "$JOBFILE" "$JOBS_RUN" "$RUNTIME" <<'PYEOF'
+import re, sys
+src, dst, runtime = sys.argv[1:4]
+mult = {'': 1, 'k': 1 << 10, 'm': 1 << 20, 'g': 1 << 30}
+sizes, sections, out = [], [], []
+for line in open(src):
+    t = line.strip()
+    m = re.fullmatch(r'\[(.+)\]', t)
+    if m and m.group(1) != 'global':
+        sections.append(m.group(1))
+    m = re.fullmatch(r'size\s*=\s*(\d+)([kKmMgG]?)', t)
+    if m:
+        sizes.append(int(m.group(1)) * mult[m.group(2).lower()])
+    if runtime and re.match(r'runtime\s*=', t):
+        line = f'runtime={runtime}\n'
+    out.append(line)
+if not sections or not sizes:
+    sys.exit(f'{src}: needs job sections with size=')
+small = min(sizes)
+out.append(f'\n; added by real-fio.sh\n[1m-seqread]\nbs=1M\nrw=read\nsize={small}\npre_read=1\n')
+sections.append('1m-seqread')
+open(dst, 'w').write(''.join(out))
+print(max(sizes), ' '.join(sections))
+PYEOF
+) || die "$JOBFILE: cannot read its job sections and sizes"
+read -r -a SECTIONS <<<"$SECTIONS"
+
 mkdir -p "$W/src"
 DATA=$W/src/data.img
-echo "real-fio: writing $SIZE of data to $DATA"
-fio --name=fill --filename="$DATA" --rw=write --bs=1M --size="$SIZE" --refill_buffers \
+echo "real-fio: writing $DATA_BYTES bytes of data to $DATA"
+fio --name=fill --filename="$DATA" --rw=write --bs=1M --size="$DATA_BYTES" --refill_buffers \
   --end_fsync=1 --output=/dev/null
-
-CACHE_BYTES=$(python3 -c "
-import re, sys
-m = re.fullmatch(r'(\d+)([kKmMgG]?)', sys.argv[1])
-mult = {'': 1, 'k': 1 << 10, 'm': 1 << 20, 'g': 1 << 30}[m.group(2).lower()]
-print(2 * int(m.group(1)) * mult)" "$SIZE") || die "--size $SIZE: use e.g. 512M or 1G"
 
 # cpu_ticks PID: user + system clock ticks of a process (all its threads), 0 without one.
 cpu_ticks() {
@@ -105,28 +139,19 @@ wait_mounted() {
 
 RESULTS=$W/results.tsv
 : >"$RESULTS"
+
+# run_target NAME FILE: every job section on FILE; one results line per job.
 # --invalidate=0: fio's default drops the file's kernel page cache before every job, which
 # would make the raw-file target read the disk while every other target reads a warm cache.
-COMMON=(--ioengine=psync --iodepth=1 --numjobs=1 --time_based --runtime="$RUNTIME"
-        --size="$SIZE" --invalidate=0 --output-format=json)
-JOBS=("4k-randread:--rw=randread --bs=4k" "1m-seqread:--rw=read --bs=1M"
-      "64k-seqwrite:--rw=write --bs=64k")
-
-# run_target NAME FILE: for every job, a warm-up read right before it (the machine's
-# proactive reclaim evicts cold kernel page cache), then the job; one results line per job.
 run_target() {
   local name=$1 file=$2
-  echo "real-fio: $name: for each job, a warm-up read of $file, then:"
-  echo "real-fio: \$ fio --name=JOB --filename=$file ARGS ${COMMON[*]}"
-  for spec in "${JOBS[@]}"; do
-    local job=${spec%%:*} args=${spec#*:}
-    fio --name=warm --filename="$file" --rw=read --bs=1M --size="$SIZE" --invalidate=0 \
-      --output=/dev/null
+  echo "real-fio: $name: \$ fio --section=JOB --filename=$file --invalidate=0 --output-format=json $JOBS_RUN"
+  for job in "${SECTIONS[@]}"; do
     local out=$W/$name-$job.json
     local before after
     before=$(cpu_ticks "$SERVER_PID")
-    # shellcheck disable=SC2086
-    fio --name="$job" --filename="$file" $args "${COMMON[@]}" --output="$out"
+    fio --section="$job" --filename="$file" --invalidate=0 --output-format=json \
+      --output="$out" "$JOBS_RUN"
     after=$(cpu_ticks "$SERVER_PID")
     printf '%s\t%s\t%s\t%s\n' "$name" "$job" "$out" "$((after - before))" >>"$RESULTS"
     echo "real-fio: $name: $job done"
@@ -148,8 +173,8 @@ SERVER_PID=""
 for policy in 4k fixed:64k dynamic; do
   mnt=$W/mnt-folio
   mkdir -p "$mnt"
-  echo "real-fio: \$ $FOLIO export --mount $mnt --policy $policy --cache $CACHE_BYTES $DATA"
-  "$FOLIO" export --mount "$mnt" --policy "$policy" --cache "$CACHE_BYTES" "$DATA" \
+  echo "real-fio: \$ $FOLIO export --mount $mnt --policy $policy --cache $CACHE $DATA"
+  "$FOLIO" export --mount "$mnt" --policy "$policy" --cache "$CACHE" "$DATA" \
     2>"$W/export-$policy.log" &
   SERVER_PID=$!
   wait_mounted "$mnt" || { cat "$W/export-$policy.log"; die "folio export did not mount"; }
@@ -160,17 +185,19 @@ for policy in 4k fixed:64k dynamic; do
   SERVER_PID=""
 done
 
-python3 - "$RESULTS" "$(getconf CLK_TCK)" "$JSON_OUT" "$W" "$SIZE" "$RUNTIME" <<'EOF'
+python3 - "$RESULTS" "$(getconf CLK_TCK)" "$JSON_OUT" "$W" "$CACHE" "$JOBFILE" \
+  "${SECTIONS[@]}" <<'EOF'
 import json, sys
 
-results_path, clk_tck, json_out, work, size, runtime = sys.argv[1:7]
+results_path, clk_tck, json_out, work, cache, jobfile = sys.argv[1:7]
+jobs = sys.argv[7:]
 clk_tck = float(clk_tck)
 rows = []
 for line in open(results_path):
     target, job, path, ticks = line.rstrip("\n").split("\t")
     text = open(path).read()
     j = json.loads(text[text.index("{"):])["jobs"][0]
-    side = j["write"] if job.endswith("write") else j["read"]
+    side = j["write"] if j["write"]["io_bytes"] > j["read"]["io_bytes"] else j["read"]
     secs = j["job_runtime"] / 1000.0
     fio_cpu_s = (j["usr_cpu"] + j["sys_cpu"]) / 100.0 * secs
     server_cpu_s = int(ticks) / clk_tck
@@ -192,32 +219,34 @@ def find(target, job):
     return None
 
 print()
-print(f"real fio on a {size} file, {runtime} s per job, psync, iodepth 1, 1 job; "
-      f"every cache warm")
-hdr = (f"{'job':<13} {'target':<16} {'IOPS':>9} {'MiB/s':>8} {'p50 us':>8} {'p99 us':>8} "
+print(f"real fio, job file {jobfile} (+ 1m-seqread), Folio cache {cache}")
+w = max(len(j) for j in jobs)
+hdr = (f"{'job':<{w}} {'target':<16} {'IOPS':>9} {'MiB/s':>8} {'p50 us':>8} {'p99 us':>8} "
        f"{'CPU s/GiB':>9} {'vs raw':>7} {'vs pll':>7}")
 print(hdr)
 print("-" * len(hdr))
-for job in ["4k-randread", "1m-seqread", "64k-seqwrite"]:
+for job in jobs:
     raw, pll = find("kernel", job), find("passthrough_ll", job)
     for r in [x for x in rows if x["job"] == job]:
         vs_raw = r["iops"] / raw["iops"] if raw and raw["iops"] else 0
         vs_pll = r["iops"] / pll["iops"] if pll and pll["iops"] else 0
         err = "" if r["error"] == 0 else f"  fio error {r['error']}"
-        print(f"{job:<13} {r['target']:<16} {r['iops']:>9.0f} {r['mib_per_s']:>8.1f} "
+        print(f"{job:<{w}} {r['target']:<16} {r['iops']:>9.0f} {r['mib_per_s']:>8.1f} "
               f"{r['p50_us']:>8.1f} {r['p99_us']:>8.1f} {r['cpu_s_per_gib']:>9.2f} "
               f"{vs_raw:>6.2f}x {vs_pll:>6.2f}x{err}")
 print()
-print("FUSE overhead (IOPS of the target / IOPS of the raw file; of passthrough_ll):")
+print("FUSE overhead on reads of cached data (IOPS of the target / IOPS of the raw file; of")
+print("passthrough_ll):")
+read_jobs = [j for j in jobs if "read" in j and "twice" not in j]
 for policy in ["4k", "fixed:64k", "dynamic"]:
     parts = []
-    for job in ["4k-randread", "1m-seqread"]:
+    for job in read_jobs:
         f, raw, pll = find("folio:" + policy, job), find("kernel", job), find("passthrough_ll", job)
         if f and raw and pll:
             parts.append(f"{job} {f['iops'] / raw['iops']:.2f} of raw, "
                          f"{f['iops'] / pll['iops']:.2f}x passthrough_ll")
     print(f"  folio:{policy:<10} " + "; ".join(parts))
-for job in ["4k-randread", "1m-seqread"]:
+for job in read_jobs:
     pll, raw = find("passthrough_ll", job), find("kernel", job)
     if pll and raw:
         print(f"  passthrough_ll   {job} {pll['iops'] / raw['iops']:.2f} of raw")
@@ -226,6 +255,6 @@ print("CPU s/GiB = (fio's user+system CPU + the FUSE server's, from /proc/PID/st
 print("kernel threads (writeback) are not counted. 'vs' columns are IOPS ratios.")
 if json_out:
     with open(json_out, "w") as f:
-        json.dump({"size": size, "runtime_s": int(runtime), "results": rows}, f, indent=2)
+        json.dump({"jobfile": jobfile, "cache": cache, "results": rows}, f, indent=2)
     print(f"JSON written to {json_out}")
 EOF
