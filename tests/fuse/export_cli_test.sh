@@ -186,26 +186,55 @@ else
   fail "daemon started: $(cat "$T/daemon.err")"
 fi
 
+# fio_fsync_writer FILE DIR: in the background, fio writes FILE sequentially in 64 KiB blocks
+# with verify=crc32c headers and an fsync after every write, logging each completed write's
+# offset (DIR/lat_clat.1.log), at 32 MB/s so that a kill a second later interrupts it. Sets
+# FIO_PID.
+fio_fsync_writer() {
+  fio --name=fsw --filename="$1" --ioengine=psync --direct=1 --rw=write --bs=64k --fsync=1 \
+    --rate=32m --offset=0 --size=128M --verify=crc32c --do_verify=0 --write_lat_log="$2/lat" \
+    --log_offset=1 --per_job_logs=1 >"$2/fio.out" 2>&1 &
+  FIO_PID=$!
+}
+# fsynced_bytes DIR: the bytes fio's fsyncs covered: every logged write but the last (its fsync
+# may not have completed; each write's fsync completes before the next write starts).
+fsynced_bytes() {
+  local log=$1/lat_clat.1.log n
+  n=$(wc -l <"$log")
+  head -n $((n - 1)) "$log" | awk -F', ' 'BEGIN { m = 0 } { e = $5 + $4; if (e > m) m = e }
+                                        END { print m }'
+}
+# fio_verify_fsynced FILE BYTES: fio re-reads [0, BYTES) and checks every block's crc32c and
+# header against what that job wrote.
+fio_verify_fsynced() {
+  [ "$2" -gt 0 ] || { echo "fio completed no fsynced write before the kill"; return 1; }
+  fio --name=fsw --filename="$1" --ioengine=psync --direct=1 --rw=write --bs=64k --offset=0 \
+    --size="$2" --verify=crc32c --verify_only >/dev/null
+}
+
 # ---- kill -9 during a fio write job, re-export, fsynced data present ---------------------
 echo "== kill -9 and re-export"
 K=$T/mnt/kill
 if start_export "$K" "$T/kill.log" --cache 64M --name disk "$DATA"; then
   head -c 4M /dev/urandom >"$T/synced"
   dd if="$T/synced" of="$K/disk" bs=1M seek=200 conv=notrunc,fsync status=none
-  fio --name=bg --filename="$K/disk" --ioengine=psync --direct=1 --rw=randwrite --bs=64k \
-    --offset=0 --size=64M --time_based --runtime=30 >/dev/null 2>&1 &
-  fio_pid=$!
-  sleep 2
+  mkdir -p "$T/fio-kill"
+  fio_fsync_writer "$K/disk" "$T/fio-kill"
+  sleep 1
   kill -9 "$EXPORTER"
   wait "$EXPORTER" 2>/dev/null
   EXPORTER=""
-  wait "$fio_pid" 2>/dev/null
+  wait "$FIO_PID" 2>/dev/null
+  synced_bytes=$(fsynced_bytes "$T/fio-kill")
+  echo "fio's fsyncs covered $synced_bytes bytes before the kill"
   check "a killed export leaves a dead mount that --unmount clears" \
     "$EXPORT_BIN" export --unmount "$K"
   if start_export "$K" "$T/kill2.log" --cache 64M --name disk "$DATA"; then
     ok "re-export after kill -9 (locks released by the kernel)"
     check "fsynced data survived kill -9" \
       cmp "$T/synced" <(dd if="$K/disk" bs=1M skip=200 count=4 status=none)
+    check "everything fio fsynced survived kill -9 (fio verify_only)" \
+      fio_verify_fsynced "$K/disk" "$synced_bytes"
     check "re-export unmounts cleanly" stop_export "$K"
   else
     fail "re-export after kill -9"
@@ -309,16 +338,23 @@ if [ "$HAVE_RAID" -eq 1 ]; then
   if start_export "$V" "$T/raid-kill.log" --cache 64M --name vol \
        "raid:$RD/m0,$RD/m3,$RD/m2"; then
     head -c 4M /dev/urandom >"$T/raid-synced"
-    dd if="$T/raid-synced" of="$V/vol" bs=1M seek=250 conv=notrunc,fsync status=none
+    dd if="$T/raid-synced" of="$V/vol" bs=1M seek=200 conv=notrunc,fsync status=none
+    # Random writes in flight (io_uring) dirty bitmap regions all over the volume while fio's
+    # fsynced sequential writer runs; the export dies under both.
     fio --name=bg --filename="$V/vol" --ioengine=io_uring --iodepth=8 --direct=1 \
-      --rw=randwrite --bs=64k --offset=0 --size=128M --time_based --runtime=30 \
+      --rw=randwrite --bs=64k --offset=256M --size=40M --time_based --runtime=30 \
       >/dev/null 2>&1 &
     fio_pid=$!
-    sleep 3
+    mkdir -p "$T/fio-raid-kill"
+    fio_fsync_writer "$V/vol" "$T/fio-raid-kill"
+    sleep 2
     kill -9 "$EXPORTER"
     wait "$EXPORTER" 2>/dev/null
     EXPORTER=""
     wait "$fio_pid" 2>/dev/null
+    wait "$FIO_PID" 2>/dev/null
+    raid_synced_bytes=$(fsynced_bytes "$T/fio-raid-kill")
+    echo "fio's fsyncs covered $raid_synced_bytes bytes of the RAID volume before the kill"
     check "RAID: --unmount clears the dead mount" "$EXPORT_BIN" export --unmount "$V"
     if start_export "$V" "$T/raid-kill2.log" --cache 64M --name vol \
          "raid:$RD/m0,$RD/m3,$RD/m2"; then
@@ -327,7 +363,9 @@ if [ "$HAVE_RAID" -eq 1 ]; then
       check "RAID: the resync was of the bitmap's dirty regions" \
         test "$(raid_field "$V" "r.get('background_syncs_completed', 0) >= 1")" = True
       check "RAID: fsynced data survived kill -9" \
-        cmp "$T/raid-synced" <(dd if="$V/vol" bs=1M skip=250 count=4 status=none)
+        cmp "$T/raid-synced" <(dd if="$V/vol" bs=1M skip=200 count=4 status=none)
+      check "RAID: everything fio fsynced survived kill -9 (fio verify_only)" \
+        fio_verify_fsynced "$V/vol" "$raid_synced_bytes"
       check "RAID: re-export unmounts cleanly" stop_export "$V"
       check "RAID: 0 mismatches after kill -9 and resync" \
         raid_check_clean "$RD/m0" "$RD/m3" "$RD/m2"
