@@ -98,17 +98,22 @@ Result<DeviceSpecText> ParseDeviceSpecText(std::string_view text) {
   }
   if (text.substr(0, 5) == "raid:") {
     spec.kind = DeviceSpecText::Kind::kRaid;
+    // Every comma-separated element must name a member: an empty one (",,", a trailing
+    // comma) is a typo that would otherwise assemble fewer members than the user listed.
     std::string_view rest = text.substr(5);
-    while (!rest.empty()) {
+    while (true) {
       const size_t comma = rest.find(',');
       std::string_view part = rest.substr(0, comma);
       if (part.substr(0, 5) == "file:") part.remove_prefix(5);
-      if (part.empty()) break;
+      if (part.empty()) {
+        return Status::InvalidArgument(std::string(text) +
+                                       ": empty member path; use raid:PATH,PATH,...");
+      }
       spec.paths.emplace_back(part);
       if (comma == std::string_view::npos) break;
       rest.remove_prefix(comma + 1);
     }
-    if (spec.paths.size() < 2 || rest.empty()) {
+    if (spec.paths.size() < 2) {
       return Status::InvalidArgument("device spec '" + std::string(text) +
                                      "': raid: needs two or more comma-separated member paths "
                                      "(e.g. raid:/d/m0,/d/m1,/d/m2)");

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
+#include "raid/device_open.h"
 #include "raid/raid_cmd.h"
 
 namespace folio::cli {
@@ -186,6 +187,33 @@ TEST(RaidCli, BadInputIsOneLineAndExit2) {
     EXPECT_EQ(o.code, 2) << k.needle << ": " << o.err;
     EXPECT_TRUE(OneLine(o.err)) << o.err;
     EXPECT_NE(o.err.find(k.needle), std::string::npos) << o.err;
+  }
+}
+
+TEST(RaidCli, EmptyRaidSpecElementIsRefused) {
+  for (const std::string& spec : std::vector<std::string>{"raid:r0,r1,,r3", "raid:r0,r1,", "raid:,r0,r1", "raid:",
+                                 "raid:r0,file:,r1"}) {
+    const auto parsed = ParseDeviceSpecText(spec);
+    ASSERT_FALSE(parsed.ok()) << spec;
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument) << spec;
+    EXPECT_NE(parsed.status().message().find(spec + ": empty member path; use raid:PATH,PATH,..."),
+              std::string::npos)
+        << parsed.status().message();
+  }
+  const auto ok = ParseDeviceSpecText("raid:r0,file:r1,r2");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->paths, (std::vector<std::string>{"r0", "r1", "r2"}));
+
+  // From the command line: exit 2 and one line, before anything is opened or created.
+  TempDir d;
+  const std::string a = d.File("a"), b = d.File("b"), c = d.File("c"), out = d.File("out");
+  ASSERT_EQ(RunCommand({"raid", "create", "--size", "4M", "--assume-clean", a, b, c}).code, 0);
+  for (const std::string& spec : {"raid:" + a + "," + b + ",," + c, "raid:" + a + "," + b + ","}) {
+    const Outcome o = RunCommand({"copy", spec, out});
+    EXPECT_EQ(o.code, 2) << o.err;
+    EXPECT_TRUE(OneLine(o.err)) << o.err;
+    EXPECT_NE(o.err.find("empty member path"), std::string::npos) << o.err;
+    EXPECT_FALSE(std::filesystem::exists(out));
   }
 }
 
