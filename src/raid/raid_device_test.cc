@@ -280,5 +280,32 @@ TEST(RaidDeviceModel, InitialResyncOverGarbage) {
   }
 }
 
+// speed_limit_max holds from the first second of a sync: the speed meter once measured the
+// first second against the time since boot (a near-zero speed), so a sync ran unthrottled in
+// it. An upper bound only: a slow machine is slower still.
+TEST(RaidSync, SpeedLimitMaxHoldsFromTheStart) {
+  constexpr uint64_t kData = 56ull << 20;
+  Members m(3, (1 << 20) + kData);
+  RaidCreateOptions co;
+  co.level = RaidLevel::kRaid5;
+  co.chunk_bytes = 64 << 10;
+  co.assume_clean = true;
+  auto dev = RaidDevice::Create(m.WrapFirst(3), co, {});
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  RaidSyncOptions o;
+  o.speed_limit_max_kib = 20000;  // ~20 MB/s per member
+  o.max_seconds = 1.0;
+  auto r = (*dev)->Sync(RaidSyncAction::kCheck, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_GT(r->window_bytes, 0u);
+  // The throttle holds new requests while the measured speed is above the limit, so the
+  // bytes done overshoot the limit by at most a few windows (one per speed mark).
+  const double allowed = 20000.0 * 1024 * r->seconds + 4.0 * static_cast<double>(r->window_bytes);
+  EXPECT_LE(static_cast<double>(r->done_bytes), allowed)
+      << r->done_bytes << " bytes in " << r->seconds << " s, window " << r->window_bytes;
+  EXPECT_LT(r->done_bytes, kData) << "a 1 s run at 20 MB/s cannot visit 56M";
+  EXPECT_GT(r->done_bytes, 0u);
+}
+
 }  // namespace
 }  // namespace folio::raid_test

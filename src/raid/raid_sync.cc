@@ -153,7 +153,11 @@ namespace {
 // Speed over a sliding window of marks, like md's sync_speed.
 class SpeedMeter {
  public:
-  void Start(uint64_t now_ns) { marks_[0] = {now_ns, 0}; }
+  // Both marks at the start: a zero second mark would measure the first second against the
+  // time since boot (a near-zero speed, so speed_limit_max would not hold in it).
+  void Start(uint64_t now_ns) {
+    marks_[0] = marks_[1] = now_ = {now_ns, 0};
+  }
   void Mark(uint64_t now_ns, uint64_t done) {
     if (now_ns - marks_[1].ns > 1000000000ull) {
       marks_[0] = marks_[1];
