@@ -132,6 +132,10 @@ Result<OpenedFile> OpenBackingFile(const std::string& path, const FileDeviceOpti
       return Status::NotFound(path + ": no such file or directory (create it, or open with "
                                      "create and a size)");
     }
+    if (err == EISDIR) {
+      return Status::InvalidArgument(path + ": is a directory; give a regular file or a block "
+                                            "device");
+    }
     if (err == EINVAL && options.direct) {
       int probe = ::open(path.c_str(), flags, 0644);
       if (probe >= 0) {

@@ -38,6 +38,13 @@ TEST_P(FileDeviceTest, MissingPathIsNotFound) {
   EXPECT_NE(dev.status().ToString().find(dir_.File("nope")), std::string::npos);
 }
 
+TEST_P(FileDeviceTest, DirectoryIsInvalidArgument) {
+  auto dev = OpenFileDevice(dir_.path(), Options());
+  ASSERT_FALSE(dev.ok());
+  EXPECT_TRUE(dev.status().IsInvalidArgument()) << dev.status().ToString();
+  EXPECT_NE(dev.status().ToString().find("is a directory"), std::string::npos);
+}
+
 TEST_P(FileDeviceTest, SizeMustBeMultipleOf4096) {
   auto dev = OpenFileDevice(dir_.File("f"), Options(5000));
   ASSERT_FALSE(dev.ok());
