@@ -100,8 +100,11 @@ struct RaidSyncProgress {
   uint64_t position_bytes = 0;  // member data position reached (the checkpoint)
   uint64_t total_bytes = 0;     // member data bytes the action covers
   uint64_t done_bytes = 0;      // member bytes processed by this run
-  double speed_bytes_per_s = 0; // member bytes per second, recent
+  double speed_bytes_per_s = 0; // member bytes per second, recent (0 = unknown)
   double eta_s = 0;
+  // RaidDevice::Inspect: Unix milliseconds of the checkpoint the position and speed come
+  // from (0 = unknown); 0 from Describe, whose figures are live.
+  uint64_t updated_unix_ms = 0;
   uint64_t mismatches = 0;
 };
 
@@ -199,9 +202,18 @@ class RaidDevice : public BlockDevice {
                                                     const RaidCreateOptions& create,
                                                     const RaidOptions& options);
   // Reads every member's superblock and assembles the array (raid/assembly.h). Members may be
-  // given in any order; stale and unreadable ones are kept out (see Describe()).
+  // given in any order; stale and unreadable ones are kept out (see Describe()). Assembling
+  // writes nothing: slots without a usable member run failed and are recorded failed in the
+  // superblocks (events bumped) by the first write, sync or member change, so a member that
+  // was away cannot rejoin unnoticed once the array changed without it.
   static Result<std::unique_ptr<RaidDevice>> Assemble(std::vector<RaidMember> members,
                                                       const RaidOptions& options);
+
+  // The status of the array that `members` form, from their superblocks and bitmaps alone:
+  // reads only, writes nothing, and needs no exclusive use of the members, so it may look at
+  // an array another process runs (its sync position and speed are those of the last
+  // checkpoint that process wrote). Errors: as Assemble's.
+  static Result<RaidStatus> Inspect(std::vector<RaidMember> members);
 
   virtual RaidStatus Describe() const = 0;
   virtual RaidStats raid_stats() const = 0;

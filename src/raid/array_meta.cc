@@ -145,8 +145,10 @@ Status ArrayMeta::Replace(uint32_t slot, SlotInit fresh, bool in_sync,
   return WriteAllLocked();
 }
 
-Status ArrayMeta::SetRebuildCheckpoint(uint64_t pos) {
+Status ArrayMeta::SetRebuildCheckpoint(uint64_t pos,
+                                       const std::function<void(Superblock*)>& also) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (also) also(&sb_);
   sb_.rebuild_checkpoint = pos;
   rebuild_checkpoint_.store(pos, std::memory_order_release);
   if (pos >= sb_.member_data_bytes) {

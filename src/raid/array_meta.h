@@ -70,7 +70,9 @@ class ArrayMeta {
   // moved to *old (callers keep it alive while requests to it may be in flight).
   Status Replace(uint32_t slot, SlotInit fresh, bool in_sync, std::unique_ptr<BlockDevice>* old);
   // Moves the rebuild checkpoint; at the end of the data area rebuilding slots become in sync.
-  Status SetRebuildCheckpoint(uint64_t pos);
+  // `also`, when set, changes other fields in the same update.
+  Status SetRebuildCheckpoint(uint64_t pos,
+                              const std::function<void(Superblock*)>& also = nullptr);
 
   // Writes bitmap_bytes of `image` to every writable member; flushes them when `flush`.
   Status WriteBitmap(const char* image, bool flush);

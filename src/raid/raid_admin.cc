@@ -186,7 +186,13 @@ Result<std::unique_ptr<RaidDevice>> AssembleImpl(std::vector<RaidMember> members
   for (const MemberDecision& d : plan.members) {
     if (d.slot >= 0 && slots[d.slot].name.empty()) slots[d.slot].name = d.name;
   }
-  auto meta = std::make_unique<ArrayMeta>(sb, std::move(slots));
+  // The running array's slot table has the slots without a member failed (ArrayMeta's
+  // invariant 1); it reaches the disk with the first update (below).
+  Superblock running = sb;
+  for (uint32_t s = 0; s < sb.member_count; ++s) {
+    if (plan.slot_member[s] < 0) running.slot_states[s] = SlotState::kFailed;
+  }
+  auto meta = std::make_unique<ArrayMeta>(running, std::move(slots));
   std::unique_ptr<WriteIntentBitmap> bitmap;
   if (sb.level != RaidLevel::kRaid0) {
     bitmap = std::make_unique<WriteIntentBitmap>(sb.bitmap_bits(), sb.bitmap_region_bytes,
@@ -200,28 +206,25 @@ Result<std::unique_ptr<RaidDevice>> AssembleImpl(std::vector<RaidMember> members
       }
     }
   }
-  // Record the slots that assembled without a member as failed, and refresh lagging
-  // superblocks, so that a member that was away cannot rejoin unnoticed.
-  bool update = false;
+  // Slots that assembled without a member run failed (ArrayMeta), and lagging superblocks
+  // wait for a refresh. Neither is written here: assembling for a look (status, a read-only
+  // copy) must leave the members as they were. The first superblock update records both
+  // (every update writes the whole slot table to every writable member), and the array makes
+  // one before anything else can change: the first write marks it active (EnsureActive, so it
+  // is treated as not yet active below), a sync checkpoints, fail / replace update.
+  bool pending = false;
   for (const MemberDecision& d : plan.members) {
-    update |= !d.why.empty() && d.verdict == MemberVerdict::kActive;
+    pending |= !d.why.empty() && d.verdict == MemberVerdict::kActive;
   }
   for (uint32_t s = 0; s < sb.member_count; ++s) {
     if (meta->health(s) == SlotHealth::kFailed && sb.slot_states[s] != SlotState::kFailed) {
-      update = true;
+      pending = true;
     }
-  }
-  if (update) {
-    FOLIO_RETURN_IF_ERROR(meta->Update([&](Superblock* s) {
-      for (uint32_t i = 0; i < s->member_count; ++i) {
-        if (meta->health(i) == SlotHealth::kFailed) s->slot_states[i] = SlotState::kFailed;
-      }
-    }));
   }
   const RaidOptions o = WithMinimumCache(options, geometry, unit);
   auto device = std::make_unique<RaidDeviceImpl>(geometry, std::move(meta), std::move(bitmap),
                                                  unit, o);
-  device->SetActive(!sb.clean());
+  device->SetActive(!sb.clean() && !pending);
   return std::unique_ptr<RaidDevice>(std::move(device));
 }
 

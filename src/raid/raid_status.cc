@@ -1,4 +1,5 @@
 // Status, statistics, failing and replacing members, stopping.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -8,28 +9,32 @@
 
 namespace folio::raid {
 
-RaidStatus RaidDeviceImpl::Describe() const {
-  const Superblock sb = meta_->superblock();
+namespace {
+
+// The status of an array from its agreed superblock, its members' health and its bitmap;
+// the sync figures are those of the superblock's last checkpoint.
+RaidStatus DescribeArray(const Superblock& sb, const ArrayMeta& meta,
+                         const WriteIntentBitmap* bitmap, uint64_t unit_bytes) {
   RaidStatus st;
   st.array_uuid = UuidToString(sb.array_uuid);
   st.level = sb.level;
   st.layout = sb.layout;
   st.member_count = sb.member_count;
   st.chunk_bytes = sb.chunk_bytes;
-  st.unit_bytes = unit_bytes_;
+  st.unit_bytes = unit_bytes;
   st.array_bytes = sb.array_bytes;
   st.member_data_bytes = sb.member_data_bytes;
   st.data_offset_bytes = sb.data_offset_bytes;
   st.events = sb.events;
   st.clean = sb.clean();
-  st.failed = meta_->failed_count();
+  st.failed = meta.failed_count();
   bool rebuilding = false;
   for (uint32_t s = 0; s < sb.member_count; ++s) {
     RaidMemberStatus m;
     m.slot = s;
-    m.name = meta_->name(s);
+    m.name = meta.name(s);
     m.member_uuid = UuidToString(sb.slot_uuids[s]);
-    switch (meta_->health(s)) {
+    switch (meta.health(s)) {
       case SlotHealth::kInSync: m.health = MemberHealth::kInSync; break;
       case SlotHealth::kRebuilding:
         m.health = MemberHealth::kRebuilding;
@@ -49,31 +54,48 @@ RaidStatus RaidDeviceImpl::Describe() const {
   } else {
     st.state = sb.clean() ? "clean" : "active";
   }
-  if (bitmap_ != nullptr) {
-    st.dirty_regions = bitmap_->dirty_count();
-    st.resync_regions = bitmap_->resync_count();
-    st.bitmap_region_bytes = bitmap_->region_bytes();
+  if (bitmap != nullptr) {
+    st.dirty_regions = bitmap->dirty_count();
+    st.resync_regions = bitmap->resync_count();
+    st.bitmap_region_bytes = bitmap->region_bytes();
   }
-  st.rebuild_checkpoint = meta_->rebuild_checkpoint();
-  {
+  st.rebuild_checkpoint = meta.rebuild_checkpoint();
+  st.sync.total_bytes = sb.member_data_bytes;
+  if (rebuilding) {
+    st.sync.action = "rebuild";
+    st.sync.position_bytes = meta.rebuild_checkpoint();
+  } else if (sb.sync_action != SyncAction::kNone) {
+    st.sync.action = std::string(SyncActionName(sb.sync_action));
+    st.sync.position_bytes = sb.sync_checkpoint;
+  } else if (st.resync_regions > 0) {
+    st.sync.action = "resync";
+    st.sync.total_bytes = st.resync_regions * st.bitmap_region_bytes;
+  } else {
+    st.sync.action = "idle";
+  }
+  if (st.sync.action != "idle" && sb.sync_speed_bytes_per_s != 0) {
+    st.sync.speed_bytes_per_s = static_cast<double>(sb.sync_speed_bytes_per_s);
+    st.sync.updated_unix_ms = sb.sync_speed_time_ms;
+    const uint64_t left = st.sync.total_bytes - std::min(st.sync.total_bytes,
+                                                         st.sync.position_bytes);
+    st.sync.eta_s = static_cast<double>(left) / st.sync.speed_bytes_per_s;
+  }
+  return st;
+}
+
+}  // namespace
+
+RaidStatus RaidDeviceImpl::Describe() const {
+  const Superblock sb = meta_->superblock();
+  RaidStatus st = DescribeArray(sb, *meta_, bitmap_.get(), unit_bytes_);
+  if (sync_running_.load()) {
     std::lock_guard<std::mutex> lock(progress_mu_);
     st.sync = progress_;
-  }
-  if (!sync_running_.load()) {
-    st.sync = RaidSyncProgress();
-    st.sync.total_bytes = sb.member_data_bytes;
-    if (rebuilding) {
-      st.sync.action = "rebuild";
-      st.sync.position_bytes = meta_->rebuild_checkpoint();
-    } else if (sb.sync_action != SyncAction::kNone) {
-      st.sync.action = std::string(SyncActionName(sb.sync_action));
-      st.sync.position_bytes = sb.sync_checkpoint;
-    } else if (st.resync_regions > 0) {
-      st.sync.action = "resync";
-      st.sync.total_bytes = st.resync_regions * st.bitmap_region_bytes;
-    } else {
-      st.sync.action = "idle";
-    }
+  } else {
+    // Live figures only: a speed in the superblock is of a run that is over.
+    st.sync.speed_bytes_per_s = 0;
+    st.sync.eta_s = 0;
+    st.sync.updated_unix_ms = 0;
   }
   return st;
 }
@@ -189,3 +211,44 @@ Status RaidDeviceImpl::Stop() {
 }
 
 }  // namespace folio::raid
+
+namespace folio {
+
+Result<RaidStatus> RaidDevice::Inspect(std::vector<RaidMember> members) {
+  using namespace raid;
+  std::vector<MemberHeader> headers;
+  for (const RaidMember& m : members) {
+    if (m.device == nullptr) return Status::InvalidArgument("member " + m.name + ": no device");
+    headers.push_back(ReadMemberHeader(m.name, m.device.get()));
+  }
+  FOLIO_ASSIGN_OR_RETURN(AssemblyPlan plan, DecideAssembly(headers));
+  const Superblock& sb = plan.reference;
+  std::vector<SlotInit> slots(sb.member_count);
+  for (uint32_t s = 0; s < sb.member_count; ++s) {
+    const int m = plan.slot_member[s];
+    if (m < 0) continue;
+    slots[s].name = members[m].name;
+    slots[s].device = std::move(members[m].device);
+  }
+  for (const MemberDecision& d : plan.members) {
+    if (d.slot >= 0 && slots[d.slot].name.empty()) slots[d.slot].name = d.name;
+  }
+  // Only read: the ArrayMeta is built to derive health as Assemble does, never updated.
+  const ArrayMeta meta(sb, std::move(slots));
+  std::unique_ptr<WriteIntentBitmap> bitmap;
+  if (sb.level != RaidLevel::kRaid0) {
+    bitmap = std::make_unique<WriteIntentBitmap>(sb.bitmap_bits(), sb.bitmap_region_bytes,
+                                                 sb.bitmap_bytes);
+    std::unique_ptr<char, void (*)(void*)> image(
+        static_cast<char*>(std::aligned_alloc(4096, sb.bitmap_bytes)), std::free);
+    for (uint32_t s = 0; s < sb.member_count; ++s) {
+      if (meta.health(s) == SlotHealth::kFailed) continue;
+      if (meta.device(s)->Read(sb.bitmap_offset_bytes, image.get(), sb.bitmap_bytes).ok()) {
+        bitmap->LoadImage({image.get(), sb.bitmap_bytes});
+      }
+    }
+  }
+  return DescribeArray(sb, meta, bitmap.get(), sb.unit_bytes);
+}
+
+}  // namespace folio

@@ -38,6 +38,12 @@ struct SyncRun {
 
 namespace {
 
+uint64_t UnixMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
 SyncAction StoredAction(RaidSyncAction a) {
   switch (a) {
     case RaidSyncAction::kResync: return SyncAction::kResync;
@@ -238,8 +244,15 @@ Result<RaidSyncReport> RaidDeviceImpl::Sync(RaidSyncAction action, const RaidSyn
       if (meta_->Writable(s)) (void)meta_->device(s)->Flush();
     }
     const bool done = final && cp >= run.end && run.status.ok();
+    // The speed for other processes' status (zero once the run is over, whatever the end).
+    const uint64_t bytes_per_s = final ? 0 : static_cast<uint64_t>(speed.BytesPerSecond());
+    const uint64_t speed_ms = final ? 0 : UnixMs();
+    auto set_speed = [&](Superblock* s) {
+      s->sync_speed_bytes_per_s = bytes_per_s;
+      s->sync_speed_time_ms = speed_ms;
+    };
     if (action == RaidSyncAction::kRebuild) {
-      FOLIO_RETURN_IF_ERROR(meta_->SetRebuildCheckpoint(done ? run.end : cp));
+      FOLIO_RETURN_IF_ERROR(meta_->SetRebuildCheckpoint(done ? run.end : cp, set_speed));
     } else {
       if (action != RaidSyncAction::kCheck || done) {
         // Regions wholly below the checkpoint were resynced (check rewrites nothing).
@@ -252,6 +265,7 @@ Result<RaidSyncReport> RaidDeviceImpl::Sync(RaidSyncAction action, const RaidSyn
       FOLIO_RETURN_IF_ERROR(meta_->Update([&](Superblock* s) {
         s->sync_action = done ? SyncAction::kNone : StoredAction(action);
         s->sync_checkpoint = done ? 0 : cp;
+        set_speed(s);
       }));
     }
     checkpointed = cp;

@@ -40,7 +40,9 @@ constexpr size_t kOffSyncCheckpoint = 144;
 constexpr size_t kOffRebuildCheckpoint = 152;
 constexpr size_t kOffSlotStates = 160;  // 32 x u8
 constexpr size_t kOffSlotUuids = 192;   // 32 x 16 bytes
-constexpr size_t kOffReserved2 = 704;   // to the end of the block, zero
+constexpr size_t kOffSyncSpeed = 704;
+constexpr size_t kOffSyncSpeedTime = 712;
+constexpr size_t kOffReserved2 = 720;   // to the end of the block, zero
 
 constexpr uint64_t kMaxMemberDataBytes = 1ull << 50;
 
@@ -245,6 +247,9 @@ Status ValidateSuperblock(const Superblock& sb, std::string_view m, uint64_t dev
   if (sb.rebuild_checkpoint > sb.member_data_bytes) {
     return Bad(m, "rebuild_checkpoint", Num(sb.rebuild_checkpoint), "past the data area");
   }
+  if (sb.sync_speed_bytes_per_s > (1ull << 50)) {
+    return Bad(m, "sync_speed", Num(sb.sync_speed_bytes_per_s), "larger than 1 PiB/s");
+  }
   if (sb.events == 0) return Bad(m, "events", "0", "must be at least 1");
   if (IsZero(sb.array_uuid)) return Bad(m, "array_uuid", "0", "must not be zero");
   return ValidateSlots(sb, m);
@@ -277,6 +282,8 @@ SuperblockBlock EncodeSuperblock(const Superblock& sb) {
   Put8(b, kOffSyncAction, static_cast<uint8_t>(sb.sync_action));
   Put64(b, kOffSyncCheckpoint, sb.sync_checkpoint);
   Put64(b, kOffRebuildCheckpoint, sb.rebuild_checkpoint);
+  Put64(b, kOffSyncSpeed, sb.sync_speed_bytes_per_s);
+  Put64(b, kOffSyncSpeedTime, sb.sync_speed_time_ms);
   for (uint32_t s = 0; s < kRaidMaxMembers; ++s) {
     Put8(b, kOffSlotStates + s, static_cast<uint8_t>(sb.slot_states[s]));
     std::memcpy(b + kOffSlotUuids + 16 * s, sb.slot_uuids[s].data(), 16);
@@ -332,6 +339,8 @@ Result<Superblock> DecodeSuperblock(std::span<const char> block, std::string_vie
   sb.sync_action = static_cast<SyncAction>(Get8(b, kOffSyncAction));
   sb.sync_checkpoint = Get64(b, kOffSyncCheckpoint);
   sb.rebuild_checkpoint = Get64(b, kOffRebuildCheckpoint);
+  sb.sync_speed_bytes_per_s = Get64(b, kOffSyncSpeed);
+  sb.sync_speed_time_ms = Get64(b, kOffSyncSpeedTime);
   for (uint32_t s = 0; s < kRaidMaxMembers; ++s) {
     sb.slot_states[s] = static_cast<SlotState>(Get8(b, kOffSlotStates + s));
     std::memcpy(sb.slot_uuids[s].data(), b + kOffSlotUuids + 16 * s, 16);

@@ -68,6 +68,10 @@ struct Superblock {
   SyncAction sync_action = SyncAction::kNone;
   uint64_t sync_checkpoint = 0;      // member pos where sync_action resumes
   uint64_t rebuild_checkpoint = 0;   // member pos below which kRebuilding slots are in sync
+  // Of the running sync (resync, check, repair or rebuild), written at each checkpoint so
+  // that another process can show its speed; both 0 when no sync runs (or unknown).
+  uint64_t sync_speed_bytes_per_s = 0;  // member bytes per second, recent
+  uint64_t sync_speed_time_ms = 0;      // Unix milliseconds of that checkpoint
   std::array<SlotState, kRaidMaxMembers> slot_states{};
   std::array<Uuid, kRaidMaxMembers> slot_uuids{};
 

@@ -167,6 +167,7 @@ TEST(Superblock, RangeChecksNameTheField) {
       {136, 1, 7, "sync_action"},
       {144, 8, 65ull << 20, "sync_checkpoint"},
       {152, 8, 65ull << 20, "rebuild_checkpoint"},
+      {704, 8, (1ull << 50) + 1, "sync_speed"},
       {64, 8, 0, "events"},
       {160, 1, 9, "slot_state[0]"},
       {160 + 5, 1, 1, "slot_state[5]"},
@@ -185,6 +186,32 @@ TEST(Superblock, RangeChecksNameTheField) {
         << c.field << " -> " << r.status().ToString();
     EXPECT_NE(r.status().message().find("member7"), std::string_view::npos);
   }
+}
+
+// The sync speed fields (704..719) were reserved zero before: an old block decodes with both
+// unknown (0), and they round-trip at their documented offsets.
+TEST(Superblock, SyncSpeedFields) {
+  Superblock sb = MakeArray(RaidLevel::kRaid5, 4)[1];
+  auto old = DecodeSuperblock(EncodeSuperblock(sb), "m", 0);
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->sync_speed_bytes_per_s, 0u);
+  EXPECT_EQ(old->sync_speed_time_ms, 0u);
+  sb.sync_action = SyncAction::kResync;
+  sb.sync_checkpoint = 8 << 20;
+  sb.sync_speed_bytes_per_s = 0x1122334455ull;
+  sb.sync_speed_time_ms = 1700000000123ull;
+  const SuperblockBlock b = EncodeSuperblock(sb);
+  uint64_t speed = 0, when = 0;
+  for (int i = 7; i >= 0; --i) {
+    speed = (speed << 8) | static_cast<uint8_t>(b[704 + i]);
+    when = (when << 8) | static_cast<uint8_t>(b[712 + i]);
+  }
+  EXPECT_EQ(speed, 0x1122334455ull);
+  EXPECT_EQ(when, 1700000000123ull);
+  auto back = DecodeSuperblock(b, "m", 0);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->sync_speed_bytes_per_s, 0x1122334455ull);
+  EXPECT_EQ(back->sync_speed_time_ms, 1700000000123ull);
 }
 
 TEST(Superblock, MemberTooSmall) {
@@ -208,6 +235,8 @@ TEST(Superblock, RandomValidRoundTrip) {
     sb.layout = static_cast<RaidLayout>(rng() % 4);
     sb.sync_checkpoint = (rng() % 64) << 20;
     sb.sync_action = static_cast<SyncAction>(rng() % 4);
+    sb.sync_speed_bytes_per_s = rng() % (1ull << 40);
+    sb.sync_speed_time_ms = rng();
     auto back = DecodeSuperblock(EncodeSuperblock(sb), "r", 0);
     ASSERT_TRUE(back.ok()) << back.status().ToString();
     EXPECT_EQ(EncodeSuperblock(*back), EncodeSuperblock(sb));

@@ -1,7 +1,10 @@
 #include "raid/device_open.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <utility>
@@ -146,6 +149,40 @@ Result<std::vector<RaidMember>> OpenMembers(const std::vector<std::string>& path
     members.push_back({path, std::move(dev)});
   }
   return members;
+}
+
+Result<std::vector<RaidMember>> OpenMembersReadOnly(const std::vector<std::string>& paths,
+                                                    const OpenDeviceOptions& options) {
+  std::set<std::string> seen;
+  std::vector<RaidMember> members;
+  FileDeviceOptions f = FileOptions(options);
+  f.read_only = true;
+  for (const std::string& path : paths) {
+    if (!seen.insert(path).second) {
+      return Status::InvalidArgument("member " + path + " is listed twice");
+    }
+    if (!Exists(path)) return Status::NotFound("member " + path + ": no such file");
+    FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<BlockDevice> dev, OpenFileDevice(path, f));
+    members.push_back({path, std::move(dev)});
+  }
+  return members;
+}
+
+std::string LockHolder(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return "";
+  const pid_t pid = FlockHolderPid(st.st_dev, st.st_ino);
+  if (pid <= 0) return "";
+  std::string who = "process " + std::to_string(pid);
+  if (pid == getpid()) return who + " (this one)";
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!cmd.empty() && cmd.back() == '\0') cmd.pop_back();
+  for (char& c : cmd) {
+    if (c == '\0') c = ' ';
+  }
+  if (cmd.size() > 80) cmd = cmd.substr(0, 77) + "...";
+  return cmd.empty() ? who : who + " (" + cmd + ")";
 }
 
 std::unique_ptr<BlockDevice> WithLocks(std::unique_ptr<BlockDevice> device,

@@ -60,6 +60,16 @@ Result<std::vector<RaidMember>> OpenMembers(const std::vector<std::string>& path
                                             uint64_t create_bytes,
                                             std::vector<DeviceLock>* locks);
 
+// Opens RAID members by path read-only and without their locks, for looking at an array that
+// another process may be running (folio raid status). Errors: NotFound naming a missing path,
+// InvalidArgument for a path listed twice, IOError.
+Result<std::vector<RaidMember>> OpenMembersReadOnly(const std::vector<std::string>& paths,
+                                                    const OpenDeviceOptions& options);
+
+// The process holding `path`'s device lock, e.g. "process 4242 (folio raid resync /d/m0 ...)",
+// or "" when none does (or it cannot be told).
+std::string LockHolder(const std::string& path);
+
 // Wraps a device with the locks that must live as long as it (and, for a RAID device, a Stop
 // at destruction).
 std::unique_ptr<BlockDevice> WithLocks(std::unique_ptr<BlockDevice> device,

@@ -5,12 +5,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -215,6 +218,132 @@ TEST(RaidCli, EmptyRaidSpecElementIsRefused) {
     EXPECT_NE(o.err.find("empty member path"), std::string::npos) << o.err;
     EXPECT_FALSE(std::filesystem::exists(out));
   }
+}
+
+// `status` with a member left out shows the array degraded and writes nothing: every member
+// byte stays as it was and the event counter does not move. A write through the degraded
+// array then records the missing member as failed, so it cannot rejoin unnoticed.
+TEST(RaidCli, StatusNeverWrites) {
+  TempDir d;
+  const std::string a = d.File("a"), b = d.File("b"), c = d.File("c");
+  Outcome o = RunCommand({"raid", "create", "--size", "4M", "--assume-clean", "--json", a, b, c});
+  ASSERT_EQ(o.code, 0) << o.err;
+  const uint64_t events = o.json()["status"]["events"];
+  const std::vector<std::string> before = {ReadFile(a), ReadFile(b), ReadFile(c)};
+
+  for (int i = 0; i < 2; ++i) {
+    o = RunCommand({"raid", "status", "--json", a, b});
+    ASSERT_EQ(o.code, 0) << o.err;
+    EXPECT_EQ(o.json()["state"], "degraded");
+    EXPECT_EQ(o.json()["members"][2]["health"], "missing");
+    EXPECT_EQ(o.json()["events"], events);
+    o = RunCommand({"raid", "status", a, b});
+    ASSERT_EQ(o.code, 0) << o.err;
+    EXPECT_NE(o.out.find("degraded"), std::string::npos) << o.out;
+  }
+  EXPECT_EQ(ReadFile(a), before[0]) << "status a b wrote member a";
+  EXPECT_EQ(ReadFile(b), before[1]) << "status a b wrote member b";
+  EXPECT_EQ(ReadFile(c), before[2]);
+  o = RunCommand({"raid", "status", "--json", a, b, c});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.json()["state"], "clean");
+  EXPECT_EQ(o.json()["events"], events);
+  EXPECT_TRUE(o.json()["in_use_by"].is_null());
+
+  // Reading the degraded array changes nothing either.
+  const std::string out = d.File("out");
+  o = RunCommand({"copy", "raid:" + a + "," + b, out});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(ReadFile(a), before[0]);
+  EXPECT_EQ(ReadFile(b), before[1]);
+
+  // Writing to it records c as failed before the data changes.
+  const std::string in = d.File("in");
+  WriteRandomFile(in, 64 << 10, 5);
+  o = RunCommand({"copy", in, "raid:" + a + "," + b});
+  ASSERT_EQ(o.code, 0) << o.err;
+  o = RunCommand({"raid", "status", "--json", a, b, c});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.json()["state"], "degraded");
+  EXPECT_EQ(o.json()["members"][2]["health"], "failed") << o.out;
+  EXPECT_GT(o.json()["events"].get<uint64_t>(), events);
+}
+
+// `status` from another "shell" (here: another thread, with its own open files) while a
+// throttled resync runs: it does not need the members' locks, names the process holding
+// them, and shows the sync's position and speed (written at each checkpoint).
+TEST(RaidCli, StatusShowsARunningSync) {
+  TempDir d;
+  const std::string a = d.File("a"), b = d.File("b"), c = d.File("c");
+  Outcome o = RunCommand({"raid", "create", "--size", "17M", "--json", a, b, c});
+  ASSERT_EQ(o.code, 0) << o.err;
+  ASSERT_GT(o.json()["status"]["resync_regions"].get<uint64_t>(), 0u);
+
+  std::atomic<bool> cancel{false};
+  Status sync_status;
+  std::atomic<bool> started{false};
+  std::thread syncer([&] {
+    std::vector<DeviceLock> locks;
+    OpenDeviceOptions io;
+    auto members = OpenMembers({a, b, c}, io, 0, &locks);
+    if (!members.ok()) {
+      sync_status = members.status();
+      started = true;
+      return;
+    }
+    auto raid = RaidDevice::Assemble(std::move(*members), {});
+    if (!raid.ok()) {
+      sync_status = raid.status();
+      started = true;
+      return;
+    }
+    started = true;
+    RaidSyncOptions so;
+    so.speed_limit_max_kib = 2000;  // 16M at ~2 MB/s: far longer than the test waits
+    so.cancel = &cancel;
+    auto report = (*raid)->Sync(RaidSyncAction::kResync, so);
+    sync_status = report.status();
+    if (report.ok() && report->completed) sync_status = Status::IOError("resync finished early");
+    Status stop = (*raid)->Stop();
+    if (sync_status.ok()) sync_status = stop;
+  });
+  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+
+  nlohmann::json seen;
+  std::string text;
+  for (int i = 0; i < 50; ++i) {  // up to ~5 s; the first checkpoint comes after ~1 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    o = RunCommand({"raid", "status", "--json", a, b, c});
+    ASSERT_EQ(o.code, 0) << o.err;
+    const nlohmann::json j = o.json();
+    if (j["sync"]["position_bytes"].get<uint64_t>() > 0 &&
+        j["sync"]["speed_bytes_per_s"].get<double>() > 0) {
+      seen = j;
+      text = RunCommand({"raid", "status", a, b, c}).out;
+      break;
+    }
+  }
+  cancel = true;
+  syncer.join();
+  ASSERT_TRUE(sync_status.ok()) << sync_status.ToString();
+  ASSERT_FALSE(seen.is_null()) << "status never showed the running resync: " << o.out;
+  EXPECT_EQ(seen["sync"]["action"], "resync");
+  EXPECT_GT(seen["sync"]["eta_s"].get<double>(), 0);
+  EXPECT_GT(seen["sync"]["updated_unix_ms"].get<uint64_t>(), 0u);
+  ASSERT_TRUE(seen["in_use_by"].is_string());
+  EXPECT_NE(seen["in_use_by"].get<std::string>().find("process " + std::to_string(getpid())),
+            std::string::npos);
+  EXPECT_NE(text.find("speed "), std::string::npos) << text;
+  EXPECT_NE(text.find(" eta "), std::string::npos) << text;
+  EXPECT_NE(text.find("in use by process"), std::string::npos) << text;
+
+  // Stopped at a checkpoint: the position stays (resumable), the speed is gone.
+  o = RunCommand({"raid", "status", "--json", a, b, c});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.json()["sync"]["action"], "resync");
+  EXPECT_GT(o.json()["sync"]["position_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(o.json()["sync"]["speed_bytes_per_s"].get<double>(), 0);
+  EXPECT_TRUE(o.json()["in_use_by"].is_null());
 }
 
 TEST(RaidCli, ResyncBenchJson) {

@@ -189,11 +189,35 @@ int RunCreate(const RaidArgs& a) {
   return Print(out);
 }
 
+// Reads the superblocks and bitmaps without the members' locks and without writing, so it
+// works (and changes nothing) while another process runs the array, e.g. a resync.
 int RunStatus(const RaidArgs& a) {
-  auto arr = AssembleMembers(a);
-  if (!arr.ok()) return ExitWithStatus("folio raid status", arr.status());
-  const RaidStatus st = arr->raid->Describe();
-  return Print(a.json ? StatusJson(st).dump(2) + "\n" : StatusText(st));
+  const std::string prefix = "folio raid status";
+  auto io = IoOptions(a);
+  if (!io.ok()) return ExitWithStatus(prefix, io.status());
+  auto members = OpenMembersReadOnly(a.members, *io);
+  if (!members.ok()) return ExitWithStatus(prefix, members.status());
+  auto st = RaidDevice::Inspect(std::move(*members));
+  if (!st.ok()) return ExitWithStatus(prefix, st.status());
+  std::string holder;
+  for (const std::string& m : a.members) {
+    holder = LockHolder(m);
+    if (!holder.empty()) break;
+  }
+  if (holder.empty()) {
+    // Nobody runs the array: a speed in the superblocks is from a run that died.
+    st->sync.speed_bytes_per_s = 0;
+    st->sync.eta_s = 0;
+    st->sync.updated_unix_ms = 0;
+  }
+  if (a.json) {
+    Json j = StatusJson(*st);
+    j["in_use_by"] = holder.empty() ? Json(nullptr) : Json(holder);
+    return Print(j.dump(2) + "\n");
+  }
+  std::string out = StatusText(*st);
+  if (!holder.empty()) out += "  in use by " + holder + "\n";
+  return Print(out);
 }
 
 int RunSync(const RaidArgs& a, RaidSyncAction action) {

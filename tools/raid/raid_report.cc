@@ -1,5 +1,7 @@
 #include "raid/raid_report.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
@@ -80,6 +82,15 @@ std::string StatusText(const RaidStatus& st) {
     if (s.speed_bytes_per_s > 0) {
       out += Printf(" speed %s/s eta %.1fs",
                     FormatSize(static_cast<uint64_t>(s.speed_bytes_per_s)).c_str(), s.eta_s);
+      if (s.updated_unix_ms != 0) {
+        const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+        const double age_s =
+            std::max(0.0, static_cast<double>(now_ms - static_cast<int64_t>(s.updated_unix_ms)) /
+                              1e3);
+        out += Printf(" (checkpoint %.1fs ago)", age_s);
+      }
     }
     out += "\n";
   }
@@ -116,6 +127,7 @@ Json StatusJson(const RaidStatus& st) {
                    {"speed_bytes_per_s", st.sync.speed_bytes_per_s},
                    {"eta_s", st.sync.eta_s},
                    {"mismatches", st.sync.mismatches}};
+  if (st.sync.updated_unix_ms != 0) j["sync"]["updated_unix_ms"] = st.sync.updated_unix_ms;
   Json members = Json::array();
   for (const RaidMemberStatus& m : st.members) {
     members.push_back(Json{{"slot", m.slot},
