@@ -193,6 +193,26 @@ struct RaidStats {
   uint64_t cpu_ns = 0;                 // thread CPU in Submit / Poll / Sync, parity included
 };
 
+// What a member's superblock says it belongs to.
+struct RaidMemberLabel {
+  std::string array_uuid;
+  RaidLevel level = RaidLevel::kRaid5;
+  uint32_t slot = 0;
+  uint32_t member_count = 0;
+  uint64_t events = 0;
+};
+
+// Reads a member's superblock; writes nothing. Errors: NotFound when the device carries no
+// valid Folio RAID superblock, IOError when it cannot be read.
+Result<RaidMemberLabel> ReadRaidMemberLabel(std::string_view name, BlockDevice* device);
+
+// What RaidDevice::Create would refuse in its options for member_count members, without
+// touching a device: level and member count, chunk, unit, bitmap region, and (when
+// smallest_member_bytes is non-zero) whether the smallest member, named smallest_member, is
+// large enough. Errors: InvalidArgument naming the option or member.
+Status ValidateRaidCreate(const RaidCreateOptions& create, uint32_t member_count,
+                          uint64_t smallest_member_bytes, std::string_view smallest_member);
+
 class RaidDevice : public BlockDevice {
  public:
   // Writes superblocks and bitmaps to fresh members. Unless assume_clean, every bitmap region

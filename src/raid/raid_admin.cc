@@ -18,7 +18,13 @@ constexpr uint64_t kBitmapOffsetBytes = 4096;
 constexpr uint64_t kBitmapBytes = 4096;
 constexpr uint64_t kDefaultRegionBytes = 64ull << 20;
 
-std::string Size(uint64_t b) { return FormatSize(b); }
+// A size as the user could have typed it: "64K" when exact, else the byte count ("3000"),
+// never a rounded "2.93K".
+std::string Size(uint64_t b) {
+  const std::string f = FormatSize(b);
+  auto back = ParseSize(f, "");
+  return back.ok() && *back == b ? f : std::to_string(b);
+}
 
 Status ValidateUnit(uint64_t unit, uint64_t chunk) {
   if (unit == 0) return Status::OK();
@@ -31,6 +37,70 @@ Status ValidateUnit(uint64_t unit, uint64_t chunk) {
                                    Size(chunk) + "); must be 4K..chunk or dynamic");
   }
   return Status::OK();
+}
+
+// The sizes a create derives from its options and the smallest member.
+struct CreatePlan {
+  uint64_t data_bytes = 0;    // per member, whole chunks
+  uint64_t region_bytes = 0;  // per bitmap bit
+};
+
+// Every check of a create that needs no device; sizes only when smallest != 0.
+Result<CreatePlan> PlanCreate(const RaidCreateOptions& create, uint32_t n, uint64_t smallest,
+                              std::string_view smallest_name) {
+  if (n < RaidMinMembers(create.level) || n > kRaidMaxMembers) {
+    return Status::InvalidArgument(std::string(RaidLevelName(create.level)) + " with " +
+                                   std::to_string(n) + " members: needs " +
+                                   std::to_string(RaidMinMembers(create.level)) + " to " +
+                                   std::to_string(kRaidMaxMembers) + " members");
+  }
+  if (!IsPowerOfTwo(create.chunk_bytes) || create.chunk_bytes < kRaidMinChunkBytes ||
+      create.chunk_bytes > kRaidMaxChunkBytes) {
+    return Status::InvalidArgument("--chunk " + Size(create.chunk_bytes) +
+                                   ": must be a power of two between 4K and 4M (e.g. 64K)");
+  }
+  FOLIO_RETURN_IF_ERROR(ValidateUnit(create.unit_bytes, create.chunk_bytes));
+  const std::string region_rule =
+      ": must be a power of two, at least the chunk, and at most 32768 regions must cover a "
+      "member";
+  if (create.bitmap_region_bytes != 0 &&
+      (!IsPowerOfTwo(create.bitmap_region_bytes) ||
+       create.bitmap_region_bytes < create.chunk_bytes)) {
+    return Status::InvalidArgument("--bitmap-region " + Size(create.bitmap_region_bytes) +
+                                   region_rule);
+  }
+  CreatePlan plan;
+  if (smallest == 0) return plan;
+  const uint64_t need = kDataOffsetBytes + create.chunk_bytes;
+  if (smallest < need) {
+    return Status::InvalidArgument("member " + std::string(smallest_name) + " is too small (" +
+                                   Size(smallest) + "): needs at least " + Size(need) +
+                                   " (1M of metadata and one chunk)");
+  }
+  uint64_t data = smallest - kDataOffsetBytes;
+  if (create.member_data_bytes != 0) {
+    if (create.member_data_bytes > data) {
+      return Status::InvalidArgument("member " + std::string(smallest_name) + " is too small (" +
+                                     Size(smallest) + ") for a data area of " +
+                                     Size(create.member_data_bytes));
+    }
+    data = create.member_data_bytes;
+  }
+  data = data / create.chunk_bytes * create.chunk_bytes;
+  uint64_t region = create.bitmap_region_bytes;
+  if (region == 0) {
+    // Large regions keep bitmap updates rare (md's default bitmap chunk is 64M); small
+    // arrays still get about 16 regions. The bitmap block holds 32768 bits.
+    region = create.chunk_bytes;
+    while (region < kDefaultRegionBytes && region * 16 <= data) region *= 2;
+    while ((data + region - 1) / region > kBitmapBytes * 8) region *= 2;
+  }
+  if ((data + region - 1) / region > kBitmapBytes * 8) {
+    return Status::InvalidArgument("--bitmap-region " + Size(region) + region_rule);
+  }
+  plan.data_bytes = data;
+  plan.region_bytes = region;
+  return plan;
 }
 
 Status ValidateMember(const RaidMember& m) {
@@ -63,18 +133,7 @@ Result<std::unique_ptr<RaidDevice>> CreateImpl(std::vector<RaidMember> members,
                                                const RaidCreateOptions& create,
                                                const RaidOptions& options) {
   const uint32_t n = static_cast<uint32_t>(members.size());
-  if (n < RaidMinMembers(create.level) || n > kRaidMaxMembers) {
-    return Status::InvalidArgument(std::string(RaidLevelName(create.level)) + " with " +
-                                   std::to_string(n) + " members: needs " +
-                                   std::to_string(RaidMinMembers(create.level)) + " to " +
-                                   std::to_string(kRaidMaxMembers) + " members");
-  }
-  if (!IsPowerOfTwo(create.chunk_bytes) || create.chunk_bytes < kRaidMinChunkBytes ||
-      create.chunk_bytes > kRaidMaxChunkBytes) {
-    return Status::InvalidArgument("--chunk " + Size(create.chunk_bytes) +
-                                   ": must be a power of two between 4K and 4M (e.g. 64K)");
-  }
-  FOLIO_RETURN_IF_ERROR(ValidateUnit(create.unit_bytes, create.chunk_bytes));
+  FOLIO_RETURN_IF_ERROR(PlanCreate(create, n, 0, "").status());
   std::set<std::string> names;
   uint64_t smallest = ~uint64_t{0};
   std::string smallest_name;
@@ -88,39 +147,14 @@ Result<std::unique_ptr<RaidDevice>> CreateImpl(std::vector<RaidMember> members,
       smallest_name = m.name;
     }
   }
-  const uint64_t need = kDataOffsetBytes + create.chunk_bytes;
-  if (smallest < need) {
-    return Status::InvalidArgument("member " + smallest_name + " is too small (" +
-                                   Size(smallest) + "): needs at least " + Size(need) +
-                                   " (1M of metadata and one chunk)");
-  }
-  uint64_t data = smallest - kDataOffsetBytes;
-  if (create.member_data_bytes != 0) {
-    if (create.member_data_bytes > data) {
-      return Status::InvalidArgument("member " + smallest_name + " is too small (" +
-                                     Size(smallest) + ") for a data area of " +
-                                     Size(create.member_data_bytes));
-    }
-    data = create.member_data_bytes;
-  }
-  data = data / create.chunk_bytes * create.chunk_bytes;
+  // A zero-byte member is "too small", not "size unknown".
+  FOLIO_ASSIGN_OR_RETURN(const CreatePlan plan,
+                         PlanCreate(create, n, std::max<uint64_t>(smallest, 1), smallest_name));
+  const uint64_t data = plan.data_bytes;
+  const uint64_t region = plan.region_bytes;
   FOLIO_ASSIGN_OR_RETURN(
       StripeGeometry geometry,
       StripeGeometry::Create({create.level, create.layout, n, create.chunk_bytes, data}));
-  uint64_t region = create.bitmap_region_bytes;
-  if (region == 0) {
-    // Large regions keep bitmap updates rare (md's default bitmap chunk is 64M); small
-    // arrays still get about 16 regions. The bitmap block holds 32768 bits.
-    region = create.chunk_bytes;
-    while (region < kDefaultRegionBytes && region * 16 <= data) region *= 2;
-    while ((data + region - 1) / region > kBitmapBytes * 8) region *= 2;
-  }
-  if (!IsPowerOfTwo(region) || region < create.chunk_bytes ||
-      (data + region - 1) / region > kBitmapBytes * 8) {
-    return Status::InvalidArgument("--bitmap-region " + Size(region) +
-                                   ": must be a power of two, at least the chunk, and at most "
-                                   "32768 regions must cover a member");
-  }
   FOLIO_ASSIGN_OR_RETURN(uint64_t unit, RuntimeUnit(options, create.unit_bytes,
                                                     create.chunk_bytes));
 
@@ -241,6 +275,33 @@ Result<std::unique_ptr<RaidDevice>> RaidDevice::Create(std::vector<RaidMember> m
 Result<std::unique_ptr<RaidDevice>> RaidDevice::Assemble(std::vector<RaidMember> members,
                                                          const RaidOptions& options) {
   return raid::AssembleImpl(std::move(members), options);
+}
+
+Status ValidateRaidCreate(const RaidCreateOptions& create, uint32_t member_count,
+                          uint64_t smallest_member_bytes, std::string_view smallest_member) {
+  return raid::PlanCreate(create, member_count, smallest_member_bytes, smallest_member).status();
+}
+
+Result<RaidMemberLabel> ReadRaidMemberLabel(std::string_view name, BlockDevice* device) {
+  const std::string who(name);
+  if (device->size_bytes() < raid::kSuperblockBytes) {
+    return Status::NotFound(who + ": no Folio RAID superblock (smaller than one)");
+  }
+  raid::MemberHeader h = raid::ReadMemberHeader(who, device);
+  if (!h.superblock.ok()) {
+    if (h.superblock.status().code() == StatusCode::kCorruption) {
+      return Status::NotFound(std::string(h.superblock.status().message()));
+    }
+    return h.superblock.status();
+  }
+  const raid::Superblock& sb = *h.superblock;
+  RaidMemberLabel label;
+  label.array_uuid = raid::UuidToString(sb.array_uuid);
+  label.level = sb.level;
+  label.slot = sb.role;
+  label.member_count = sb.member_count;
+  label.events = sb.events;
+  return label;
 }
 
 std::string_view RaidSyncActionName(RaidSyncAction a) {

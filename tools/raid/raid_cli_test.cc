@@ -220,6 +220,98 @@ TEST(RaidCli, EmptyRaidSpecElementIsRefused) {
   }
 }
 
+TEST(RaidCli, CreateRefusesMembersOfAnArray) {
+  TempDir d;
+  const std::string a = d.File("a"), b = d.File("b"), c = d.File("c");
+  const std::string x = d.File("x"), y = d.File("y");
+  Outcome o = RunCommand({"raid", "create", "--size", "4M", "--assume-clean", "--json", a, b, c});
+  ASSERT_EQ(o.code, 0) << o.err;
+  const std::string uuid = o.json()["status"]["array_uuid"];
+  const std::string b_before = ReadFile(b);
+
+  // Another array over one of its members: refused, naming the member, its array and slot;
+  // nothing created, nothing written.
+  o = RunCommand({"raid", "create", "--size", "4M", "--assume-clean", x, b, y});
+  EXPECT_EQ(o.code, 2) << o.err;
+  EXPECT_TRUE(OneLine(o.err)) << o.err;
+  EXPECT_NE(o.err.find(b + " belongs to raid5 array " + uuid + " (slot 1); use --force to "
+                       "overwrite it"),
+            std::string::npos)
+      << o.err;
+  EXPECT_FALSE(std::filesystem::exists(x));
+  EXPECT_FALSE(std::filesystem::exists(y));
+  EXPECT_EQ(ReadFile(b), b_before);
+  // The same array again: refused too (the first member that carries one is named).
+  o = RunCommand({"raid", "create", "--assume-clean", a, b, c});
+  EXPECT_EQ(o.code, 2) << o.err;
+  EXPECT_NE(o.err.find(a + " belongs to raid5 array " + uuid + " (slot 0)"), std::string::npos)
+      << o.err;
+
+  // --force overwrites.
+  o = RunCommand({"raid", "create", "--level", "1", "--size", "4M", "--assume-clean", "--force",
+                  "--json", x, b});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.json()["status"]["array_uuid"], uuid);
+  o = RunCommand({"raid", "status", "--json", x, b});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.json()["level"], "raid1");
+}
+
+// Every option is checked before any member file is made, and a create that fails later
+// (a member in use) removes the files it made.
+TEST(RaidCli, RefusedCreateLeavesNoFiles) {
+  TempDir d;
+  const std::string p1 = d.File("p1"), p2 = d.File("p2"), p3 = d.File("p3"), p4 = d.File("p4");
+  struct Case {
+    std::vector<std::string> args;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {{"--chunk", "3000", "--size", "4M"}, "--chunk 3000: must be a power of two"},
+      {{"--chunk", "3000K", "--size", "4M"}, "--chunk 3000K: must be a power of two"},
+      {{"--chunk", "64K", "--unit", "128K", "--size", "4M"},
+       "--unit 128K: larger than the chunk (64K)"},
+      {{"--unit", "12K", "--size", "4M"}, "--unit 12K"},
+      {{"--level", "6", "--size", "4M"}, "needs 4"},
+      {{"--level", "7", "--size", "4M"}, "--level"},
+      {{"--size", "1M"}, "too small"},
+      {{"--size", "5000"}, "--size 5000"},
+      {{"--bitmap-region", "16K", "--size", "4M"}, "--bitmap-region 16K"},
+      {{"--engine", "bogus", "--size", "4M"}, "--engine bogus"},
+  };
+  for (const Case& k : cases) {
+    std::vector<std::string> args = {"raid", "create"};
+    args.insert(args.end(), k.args.begin(), k.args.end());
+    for (const std::string& p : {p1, p2, p3}) args.push_back(p);
+    const Outcome o = RunCommand(args);
+    EXPECT_EQ(o.code, 2) << k.needle << ": " << o.err;
+    EXPECT_TRUE(OneLine(o.err)) << o.err;
+    EXPECT_NE(o.err.find(k.needle), std::string::npos) << o.err;
+    EXPECT_EQ(o.err.find("2.93K"), std::string::npos) << o.err;
+    for (const std::string& p : {p1, p2, p3}) EXPECT_FALSE(std::filesystem::exists(p)) << p;
+  }
+  // A missing member without --size is named before the others are created.
+  WriteRandomFile(p3, 4 << 20, 1);
+  Outcome o = RunCommand({"raid", "create", p1, p2, p3});
+  EXPECT_EQ(o.code, 2) << o.err;
+  EXPECT_NE(o.err.find(p1 + ": no such file; give --size"), std::string::npos) << o.err;
+  // p4 exists but another process (here: a lock of this one) uses it: p1 and p2 were
+  // created before p4 was found busy, and are removed again.
+  WriteRandomFile(p4, 4 << 20, 2);
+  {
+    auto lock = LockDevicePath(p4);
+    ASSERT_TRUE(lock.ok());
+    o = RunCommand({"raid", "create", "--size", "4M", "--assume-clean", p1, p2, p4});
+    EXPECT_EQ(o.code, 1) << o.err;
+    EXPECT_NE(o.err.find("in use"), std::string::npos) << o.err;
+    EXPECT_FALSE(std::filesystem::exists(p1));
+    EXPECT_FALSE(std::filesystem::exists(p2));
+    EXPECT_TRUE(std::filesystem::exists(p4));
+  }
+  o = RunCommand({"raid", "create", "--size", "4M", "--assume-clean", p1, p2, p4});
+  EXPECT_EQ(o.code, 0) << o.err;
+}
+
 // `status` with a member left out shows the array degraded and writes nothing: every member
 // byte stays as it was and the event counter does not move. A write through the degraded
 // array then records the missing member as failed, so it cannot rejoin unnoticed.

@@ -1,9 +1,13 @@
 #include "raid/raid_cmd.h"
 
 #include <CLI/CLI.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,6 +32,7 @@ struct RaidArgs {
   std::string size;
   std::string bitmap_region;
   bool assume_clean = false;
+  bool force = false;
   // sync
   std::string window = "md";
   uint64_t speed_min_kib = 1000;
@@ -128,8 +133,22 @@ Result<RaidSyncReport> RunSyncWithProgress(RaidDevice* raid, RaidSyncAction acti
   return report;
 }
 
+// Removes the member files a failed create made, so that a refused create leaves nothing.
+class CreatedFiles {
+ public:
+  void Add(const std::string& path) { paths_.push_back(path); }
+  void Keep() { paths_.clear(); }
+  ~CreatedFiles() {
+    for (const std::string& p : paths_) (void)unlink(p.c_str());
+  }
+
+ private:
+  std::vector<std::string> paths_;
+};
+
 int RunCreate(const RaidArgs& a) {
   const std::string prefix = "folio raid create";
+  // Every option first: nothing is created or opened before they are all good.
   RaidCreateOptions co;
   auto level = ParseRaidLevel(a.level);
   if (!level.ok()) return ExitWithStatus(prefix, level.status());
@@ -139,32 +158,95 @@ int RunCreate(const RaidArgs& a) {
   co.layout = *layout;
   auto chunk = ParseSize(a.chunk, "--chunk");
   if (!chunk.ok()) return ExitWithStatus(prefix, chunk.status());
+  if (!IsPowerOfTwo(*chunk) || *chunk < kRaidMinChunkBytes || *chunk > kRaidMaxChunkBytes) {
+    return UsageError(prefix, "--chunk " + a.chunk +
+                                  ": must be a power of two between 4K and 4M (e.g. 64K)");
+  }
   co.chunk_bytes = *chunk;
   auto unit = ParseUnit(a.unit, "--unit");
   if (!unit.ok()) return ExitWithStatus(prefix, unit.status());
+  if (*unit > co.chunk_bytes) {
+    return UsageError(prefix, "--unit " + a.unit + ": larger than the chunk (" + a.chunk +
+                                  "); must be 4K..chunk or dynamic");
+  }
   co.unit_bytes = *unit;
   co.assume_clean = a.assume_clean;
   uint64_t size = 0;
   if (!a.size.empty()) {
     auto s = ParseSize(a.size, "--size");
     if (!s.ok()) return ExitWithStatus(prefix, s.status());
-    if (*s % 4096 != 0) {
-      return UsageError(prefix, "--size " + a.size + ": must be a multiple of 4K");
+    if (*s == 0 || *s % 4096 != 0) {
+      return UsageError(prefix, "--size " + a.size + ": must be a non-zero multiple of 4K");
     }
     size = *s;
   }
   if (!a.bitmap_region.empty()) {
     auto r = ParseSize(a.bitmap_region, "--bitmap-region");
     if (!r.ok()) return ExitWithStatus(prefix, r.status());
+    if (!IsPowerOfTwo(*r) || *r < co.chunk_bytes) {
+      return UsageError(prefix, "--bitmap-region " + a.bitmap_region +
+                                    ": must be a power of two of at least the chunk (" + a.chunk +
+                                    ")");
+    }
     co.bitmap_region_bytes = *r;
   }
   auto io = IoOptions(a);
   if (!io.ok()) return ExitWithStatus(prefix, io.status());
+
+  // The members as they are: which exist, their sizes (regular files; a block device's is
+  // known once opened, and Create checks it), which are missing and need --size.
+  std::set<std::string> seen;
+  std::vector<bool> exists(a.members.size());
+  uint64_t smallest = 0;
+  std::string smallest_name;
+  for (size_t i = 0; i < a.members.size(); ++i) {
+    const std::string& path = a.members[i];
+    if (!seen.insert(path).second) return UsageError(prefix, "member " + path + " is listed twice");
+    struct stat st;
+    uint64_t bytes = 0;
+    if (stat(path.c_str(), &st) == 0) {
+      exists[i] = true;
+      if (S_ISREG(st.st_mode)) bytes = std::max<uint64_t>(static_cast<uint64_t>(st.st_size), 1);
+    } else if (size == 0) {
+      return UsageError(prefix, "member " + path + ": no such file; give --size to create it");
+    } else {
+      bytes = size;
+    }
+    if (bytes != 0 && (smallest == 0 || bytes < smallest)) {
+      smallest = bytes;
+      smallest_name = path;
+    }
+  }
+  Status valid = ValidateRaidCreate(co, static_cast<uint32_t>(a.members.size()), smallest,
+                                    smallest_name);
+  if (!valid.ok()) return ExitWithStatus(prefix, valid);
+  // A member of an array (this one or another) is not overwritten without --force.
+  for (size_t i = 0; i < a.members.size() && !a.force; ++i) {
+    if (!exists[i]) continue;
+    auto dev = OpenMembersReadOnly({a.members[i]}, *io);
+    if (!dev.ok()) return ExitWithStatus(prefix, dev.status());
+    auto label = ReadRaidMemberLabel(a.members[i], (*dev)[0].device.get());
+    if (label.ok()) {
+      return UsageError(prefix, a.members[i] + " belongs to " +
+                                    std::string(RaidLevelName(label->level)) + " array " +
+                                    label->array_uuid + " (slot " + std::to_string(label->slot) +
+                                    "); use --force to overwrite it");
+    }
+    if (label.status().code() != StatusCode::kNotFound) {
+      return ExitWithStatus(prefix, label.status());
+    }
+  }
+
+  CreatedFiles created;
+  for (size_t i = 0; i < a.members.size(); ++i) {
+    if (!exists[i]) created.Add(a.members[i]);
+  }
   std::vector<DeviceLock> locks;
   auto members = OpenMembers(a.members, *io, size, &locks);
   if (!members.ok()) return ExitWithStatus(prefix, members.status());
   auto raid = RaidDevice::Create(std::move(*members), co, io->raid);
   if (!raid.ok()) return ExitWithStatus(prefix, raid.status());
+  created.Keep();
   std::string out;
   Json j;
   if (a.wait && !a.assume_clean && co.level != RaidLevel::kRaid0) {
@@ -352,6 +434,8 @@ Command RegisterRaidCommands(CLI::App& root) {
   create->add_option("--bitmap-region", a->bitmap_region, "Bytes per write-intent bit");
   create->add_flag("--assume-clean", a->assume_clean, "Skip the initial resync");
   create->add_flag("--wait", a->wait, "Run the initial resync now, with a progress bar");
+  create->add_flag("--force", a->force,
+                   "Overwrite members that carry a Folio RAID superblock (of any array)");
 
   CLI::App* status = AddMembers(raid->add_subcommand("status", "Show an array's state"), a.get());
   CLI::App* check = AddMembers(raid->add_subcommand("check", "Scrub: count parity mismatches"),
