@@ -438,6 +438,28 @@ TEST(RaidCli, StatusShowsARunningSync) {
   EXPECT_TRUE(o.json()["in_use_by"].is_null());
 }
 
+// check / repair / resync / rebuild always run to the end (or --for) in the foreground:
+// they take no --wait, and their help says so.
+TEST(RaidCli, SyncCommandsHaveNoWaitFlag) {
+  TempDir d;
+  const std::string a = d.File("a"), b = d.File("b"), c = d.File("c");
+  ASSERT_EQ(RunCommand({"raid", "create", "--size", "4M", "--assume-clean", a, b, c}).code, 0);
+  for (const std::string& cmd : std::vector<std::string>{"check", "repair", "resync", "rebuild"}) {
+    const Outcome o = RunCommand({"raid", cmd, "--wait", a, b, c});
+    EXPECT_EQ(o.code, 2) << cmd;
+    EXPECT_NE(o.err.find("--wait"), std::string::npos) << o.err;
+  }
+  CLI::App root("test", "folio");
+  const Command raid = RegisterRaidCommands(root);
+  for (const std::string& cmd : std::vector<std::string>{"check", "repair", "resync", "rebuild"}) {
+    const std::string help = raid.app->get_subcommand(cmd)->help();
+    EXPECT_EQ(help.find("--wait"), std::string::npos) << help;
+    EXPECT_NE(help.find("foreground"), std::string::npos) << help;
+  }
+  EXPECT_NE(raid.app->get_subcommand("create")->help().find("--wait"), std::string::npos);
+  EXPECT_EQ(RunCommand({"raid", "check", a, b, c}).code, 0);
+}
+
 TEST(RaidCli, ResyncBenchJson) {
   TempDir d;
   const Outcome o = RunCommand({"raid", "resync-bench", "--members", "3", "--size", "4M", "--units",

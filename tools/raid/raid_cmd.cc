@@ -446,9 +446,14 @@ Command RegisterRaidCommands(CLI::App& root) {
                                 a.get());
   CLI::App* rebuild = AddMembers(raid->add_subcommand("rebuild", "Rebuild replaced members"),
                                  a.get());
+  // A sync runs in this process and only while it lives (it stops at a checkpoint when
+  // interrupted, and resumes from there), so these commands always run it to the end (or
+  // --for) in the foreground, with a progress bar on a terminal: there is no --wait.
   for (CLI::App* s : {check, repair, resync, rebuild}) {
     AddSyncOptions(s, a.get());
-    s->add_flag("--wait", a->wait, "Wait with a progress bar (the default on a terminal)");
+    s->footer("Runs in the foreground until done or --for, with a progress bar on a terminal; "
+              "interrupted, it resumes from its last checkpoint. 'folio raid status' shows its "
+              "position, speed and ETA from another shell.");
   }
   CLI::App* fail = AddMembers(raid->add_subcommand("fail", "Mark a member failed"), a.get());
   fail->add_option("--member", a->member, "The member to fail")->required();
