@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "cli_util.h"
 #ifdef FOLIO_HAVE_RAID_CLI
+#include "raid/bench_device.h"
 #include "raid/raid_cmd.h"
 #endif
 #ifdef FOLIO_HAVE_EXPORT_CLI
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
 #ifdef FOLIO_HAVE_RAID_CLI
     commands.push_back(&folio::cli::RegisterRaidCommands);
     commands.push_back(&folio::cli::RegisterCopyCommand);
+    folio::cli::InstallBenchDeviceHooks();  // `folio bench --device SPEC`
 #endif
 #ifdef FOLIO_HAVE_EXPORT_CLI
     commands.push_back(&folio::cli::AddExportCommand);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/units.h"
+#include "bench/device.h"
 #include "bench/runner.h"
 #include "cli.h"
 #include "cli_util.h"
@@ -25,6 +26,8 @@ struct BenchArgs {
   std::string output_format = "normal";
   std::string plot;
   std::string seed;
+  std::string device;
+  bool engines_given = false;
   std::vector<std::string> jobfiles;
 };
 
@@ -39,6 +42,40 @@ std::string DefaultDir() {
   return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
 }
 
+// --device: the spec is checked (no I/O yet) and the engines fitted to it. The kernel engine
+// needs a file: on raid: / mem: it is a usage error when --engine names it, and is dropped
+// (with a note in the output) from the default list.
+Status DeviceConfig(const BenchArgs& args, bench::BenchConfig* config) {
+  const bench::BenchDeviceHooks& hooks = bench::GetBenchDeviceHooks();
+  if (!hooks.installed()) {
+    return Status::InvalidArgument("--device: this folio was built without device specs "
+                                   "(tools/raid); run the jobs on files instead");
+  }
+  Result<std::string> kernel_path = hooks.kernel_path(args.device);
+  if (!kernel_path.ok()) {
+    return Status::InvalidArgument(kernel_path.status().message());
+  }
+  config->device_spec = args.device;
+  config->device_hooks = hooks;
+  config->device_kernel_path = *kernel_path;
+  if (!kernel_path->empty()) return Status::OK();
+  std::vector<bench::EngineSpec> kept;
+  for (const bench::EngineSpec& e : config->engines) {
+    if (e.is_folio()) {
+      kept.push_back(e);
+      continue;
+    }
+    if (args.engines_given) {
+      return Status::InvalidArgument("--engine " + e.Name() + ": cannot run on --device " +
+                                     args.device + " (it needs a file: device); drop it from "
+                                     "--engine or use a file: device");
+    }
+    config->skipped_engines.push_back(e);
+  }
+  config->engines = kept;
+  return Status::OK();
+}
+
 // Validates the flags into a config; a non-OK status is a usage error.
 Status BuildConfig(const BenchArgs& args, bench::BenchConfig* config) {
   Result<std::vector<bench::EngineSpec>> engines = bench::ParseEngineList(args.engines);
@@ -46,6 +83,7 @@ Status BuildConfig(const BenchArgs& args, bench::BenchConfig* config) {
     return Status::InvalidArgument("--engine " + std::string(engines.status().message()));
   }
   config->engines = *engines;
+  if (!args.device.empty()) FOLIO_RETURN_IF_ERROR(DeviceConfig(args, config));
 
   const uint64_t memory = PhysicalMemoryBytes();
   if (args.cache.empty()) {
@@ -100,11 +138,12 @@ Command AddBenchCommand(CLI::App& root) {
   CLI::App* sub = root.add_subcommand(
       "bench", "Run fio job files against Folio's page cache and the kernel, side by side on "
                "the same file and data.");
-  sub->add_option("--engine", args->engines,
-                  "Comma-separated engines: kernel, folio:4k, folio:dynamic, "
-                  "folio:fixed:SIZE (e.g. folio:fixed:64k)")
-      ->default_str(std::string(bench::kDefaultEngines))
-      ->type_name("LIST");
+  CLI::Option* engine =
+      sub->add_option("--engine", args->engines,
+                      "Comma-separated engines: kernel, folio:4k, folio:dynamic, "
+                      "folio:fixed:SIZE (e.g. folio:fixed:64k)")
+          ->default_str(std::string(bench::kDefaultEngines))
+          ->type_name("LIST");
   sub->add_option("--cache", args->cache,
                   "Folio page cache memory (e.g. 1G); default a quarter of physical memory")
       ->type_name("SIZE");
@@ -119,13 +158,21 @@ Command AddBenchCommand(CLI::App& root) {
       ->type_name("FILE.svg");
   sub->add_option("--seed", args->seed, "Seed of the workers' offset generators; default random")
       ->type_name("N");
+  sub->add_option("--device", args->device,
+                  "Run every engine on this device instead of data files (its contents are "
+                  "overwritten): file:PATH or PATH, raid:PATH,PATH,..., mem:SIZE. The jobs' "
+                  "filename is ignored and size defaults to the whole device. The kernel "
+                  "engine needs a file: device; on raid: / mem: it is left out of the default "
+                  "engines")
+      ->type_name("SPEC");
   sub->add_option("JOBFILE", args->jobfiles, "fio job files")->required()->type_name("");
   sub->footer(
       "Job files: fio's INI format ([global] and job sections). Keys: rw, bs, size, filename, "
       "iodepth, numjobs, runtime, time_based, direct, rwmixread, ramp_time, pre_read; ioengine, "
       "thread and group_reporting are ignored.");
-  return Command{sub, [args] {
+  return Command{sub, [args, engine] {
                    bench::BenchConfig config;
+                   args->engines_given = engine->count() > 0;
                    Status s = BuildConfig(*args, &config);
                    if (!s.ok()) return UsageError(kPrefix, s.message());
                    return bench::RunBench(config);

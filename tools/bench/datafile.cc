@@ -72,17 +72,62 @@ std::string DataFileName(std::string_view job_name) {
   return out;
 }
 
+namespace {
+
+// A 1 MiB, 4 KiB-aligned buffer of pseudo-random data, stamped per 4 KiB block with the
+// position it is written to so no two blocks are alike.
+class FillChunk {
+ public:
+  FillChunk() : buf_(static_cast<char*>(std::aligned_alloc(4096, kChunkBytes))) {
+    FOLIO_CHECK(buf_ != nullptr);
+    uint64_t state = 0x5eed;
+    for (uint64_t i = 0; i < kChunkBytes; i += 8) {
+      uint64_t v = SplitMix64(&state);
+      std::memcpy(buf_.get() + i, &v, 8);
+    }
+  }
+  char* For(uint64_t pos) {
+    for (uint64_t b = 0; b < kChunkBytes; b += 4096) {
+      const uint64_t stamp = pos + b;
+      std::memcpy(buf_.get() + b, &stamp, sizeof(stamp));
+    }
+    return buf_.get();
+  }
+
+ private:
+  std::unique_ptr<char, FreeDeleter> buf_;
+};
+
+}  // namespace
+
+Status FillDevice(BlockDevice* device, uint64_t from, uint64_t to,
+                  const std::atomic<bool>* stop, ProgressMode progress) {
+  FillChunk chunk;
+  ProgressOptions po;
+  po.mode = progress;
+  po.unit = ProgressUnit::kBytes;
+  ProgressReporter reporter("fill " + device->name(), to - from, po);
+  Status status;
+  for (uint64_t pos = from; pos < to; pos += kChunkBytes) {
+    if (stop->load()) {
+      status = Status::Again("interrupted");
+      break;
+    }
+    const uint64_t len = std::min(kChunkBytes, to - pos);
+    status = device->Write(pos, chunk.For(pos), len);
+    if (!status.ok()) break;
+    reporter.Update(pos + len - from);
+  }
+  reporter.Finish();
+  if (status.ok()) status = device->Flush();
+  return status.WithContext(device->name() + ": filling the device with data for the jobs");
+}
+
 Status FillFile(const std::string& path, uint64_t from, uint64_t to,
                 const std::atomic<bool>* stop, ProgressMode progress) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return Status::FromErrno(errno, path);
-  std::unique_ptr<char, FreeDeleter> buf(static_cast<char*>(std::aligned_alloc(4096, kChunkBytes)));
-  FOLIO_CHECK(buf != nullptr);
-  uint64_t state = 0x5eed;
-  for (uint64_t i = 0; i < kChunkBytes; i += 8) {
-    uint64_t v = SplitMix64(&state);
-    std::memcpy(buf.get() + i, &v, 8);
-  }
+  FillChunk chunk;
   ProgressOptions po;
   po.mode = progress;
   po.unit = ProgressUnit::kBytes;
@@ -93,15 +138,11 @@ Status FillFile(const std::string& path, uint64_t from, uint64_t to,
       status = Status::Again("interrupted");
       break;
     }
-    // Stamp each 4 KiB block with its position so no two blocks are alike.
-    for (uint64_t b = 0; b < kChunkBytes; b += 4096) {
-      const uint64_t stamp = pos + b;
-      std::memcpy(buf.get() + b, &stamp, sizeof(stamp));
-    }
+    char* buf = chunk.For(pos);
     const uint64_t len = std::min(kChunkBytes, to - pos);
     uint64_t done = 0;
     while (done < len) {
-      ssize_t n = pwrite(fd, buf.get() + done, len - done, static_cast<off_t>(pos + done));
+      ssize_t n = pwrite(fd, buf + done, len - done, static_cast<off_t>(pos + done));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         status = n < 0 ? Status::FromErrno(errno, path + ": write")

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/progress.h"
+#include "folio/block_device.h"
 #include "folio/status.h"
 
 namespace folio::bench {
@@ -62,6 +63,11 @@ class BenchDir {
 // writes, then fdatasync and drops the file from the kernel page cache.
 Status FillFile(const std::string& path, uint64_t from, uint64_t to,
                 const std::atomic<bool>* stop, ProgressMode progress);
+
+// Writes the same pseudo-random data to [from, to) of a device (`folio bench --device`),
+// then flushes it. REQUIRES: from and to multiples of the device's block size.
+Status FillDevice(BlockDevice* device, uint64_t from, uint64_t to,
+                  const std::atomic<bool>* stop, ProgressMode progress);
 
 // The file name a job's data file gets: the job name with characters outside [A-Za-z0-9._-]
 // replaced by '_'.

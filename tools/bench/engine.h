@@ -11,6 +11,10 @@
 //                 is bypassed and workers drive the BlockDevice with iodepth requests in
 //                 flight (buffers from a FolioArena registered with the device)
 //
+// With `folio bench --device SPEC` the bench opens the device once and every engine runs on
+// it (EngineContext::device): the folio engines put their cache over it (or, direct=1, drive
+// it) instead of opening a file; the kernel engine uses the file behind a file: spec.
+//
 // Thread safety: Prepare / NewWorker / Finish are called from the bench's main thread; each
 // WorkerIo is then used by one worker thread; the engine outlives its workers.
 #pragma once
@@ -23,6 +27,7 @@
 #include "bench/engine_spec.h"
 #include "bench/jobfile.h"
 #include "bench/workload.h"
+#include "folio/arena.h"
 #include "folio/block_device.h"
 #include "folio/page_cache.h"
 #include "folio/status.h"
@@ -42,11 +47,24 @@ struct FolioRunStats {
 struct EngineContext {
   JobSpec job;
   EngineSpec engine;
-  std::string path;            // the data file
+  std::string path;            // the data file (the kernel engine's file with --device)
   uint64_t file_bytes = 0;     // bytes the job covers (a multiple of 4096)
   uint64_t cache_bytes = 0;    // --cache
   const std::atomic<bool>* stop = nullptr;
+  // --device: the device every engine shares (not owned; the folio engines use it instead of
+  // opening `path`), and the arena of direct=1 buffers registered with it once for the whole
+  // bench (null: the engine makes its own, unregistered).
+  BlockDevice* device = nullptr;
+  FolioArena* direct_arena = nullptr;
 };
+
+// Bytes of buffers a direct=1 folio run of `job` takes from its arena: numjobs * iodepth
+// buffers of bs rounded up to a folio size (bs <= 2M).
+uint64_t DirectBufferBytes(const JobSpec& job);
+// What a direct=1 arena holds beyond the buffers (the allocator's per-thread caches).
+inline constexpr uint64_t kDirectArenaHeadroomBytes = 8ull << 20;
+// The most buffer memory a direct=1 run may take.
+inline constexpr uint64_t kDirectBuffersMaxBytes = 4ull << 30;
 
 class Engine {
  public:

@@ -1,5 +1,6 @@
 // The folio:* engines: the job through Folio's page cache (one AddressSpace over an O_DIRECT
-// file device) or, with direct=1, straight to the BlockDevice with iodepth requests in flight.
+// file device, or over the --device) or, with direct=1, straight to the BlockDevice with
+// iodepth requests in flight.
 #include <time.h>
 
 #include <algorithm>
@@ -110,11 +111,16 @@ class FolioCachedEngine : public Engine {
     o.memory_bytes = ctx_.cache_bytes;
     o.policy = PolicyFor(ctx_.engine);
     FOLIO_ASSIGN_OR_RETURN(cache_, PageCache::Create(o));
-    FOLIO_ASSIGN_OR_RETURN(device_, OpenDataFile(ctx_, 64));
+    if (ctx_.device != nullptr) {
+      device_ = ctx_.device;
+    } else {
+      FOLIO_ASSIGN_OR_RETURN(owned_device_, OpenDataFile(ctx_, 64));
+      device_ = owned_device_.get();
+    }
     AddressSpaceOptions ao;
     ao.name = ctx_.job.name;
     ao.size_bytes = ctx_.file_bytes;
-    FOLIO_ASSIGN_OR_RETURN(as_, cache_->Open(device_.get(), ao));
+    FOLIO_ASSIGN_OR_RETURN(as_, cache_->Open(device_, ao));
     if (ctx_.job.pre_read) FOLIO_RETURN_IF_ERROR(PreRead());
     before_ = cache_->Stats();
     device_->ResetStats();
@@ -137,10 +143,11 @@ class FolioCachedEngine : public Engine {
     stats_.cache = DiffCacheStats(cache_->Stats(), before_);
     stats_.device = device_->stats();
     stats_.backing = cache_->arena()->backing_report();
-    // The address space goes before the cache, the device last.
+    // The address space goes before the cache, the device last (a --device stays open).
     as_.reset();
     cache_.reset();
-    device_.reset();
+    owned_device_.reset();
+    device_ = nullptr;
     return Status::OK();
   }
 
@@ -156,17 +163,18 @@ class FolioCachedEngine : public Engine {
     for (uint64_t pos = 0; pos < ctx_.file_bytes && !ctx_.stop->load(); pos += 1 << 20) {
       const uint64_t len = std::min<uint64_t>(1 << 20, ctx_.file_bytes - pos);
       FOLIO_ASSIGN_OR_RETURN(size_t n, as_->Read(pos, {buf.get(), len}));
-      if (n != len) return Status::IOError(ctx_.path + ": pre_read stopped short at " +
+      if (n != len) return Status::IOError(device_->name() + ": pre_read stopped short at " +
                                            std::to_string(pos + n));
     }
-    notes_.push_back(ctx_.engine.Name() + ": file read once through the cache before the run "
-                     "(1M sequential reads)");
+    notes_.push_back(ctx_.engine.Name() + ": " + (ctx_.device != nullptr ? "device" : "file") +
+                     " read once through the cache before the run (1M sequential reads)");
     return Status::OK();
   }
 
   const EngineContext ctx_;
   // Declaration order is destruction order reversed: the address space dies first.
-  std::unique_ptr<BlockDevice> device_;
+  std::unique_ptr<BlockDevice> owned_device_;  // null with --device
+  BlockDevice* device_ = nullptr;              // owned_device_ or ctx_.device
   std::unique_ptr<PageCache> cache_;
   std::unique_ptr<AddressSpace> as_;
   PageCacheStats before_;
@@ -265,32 +273,46 @@ class FolioDirectEngine : public Engine {
       return Status::InvalidArgument("job '" + j.name + "': bs=" + FormatSize(j.block_bytes) +
                                      " is over 2M, the largest direct buffer; lower bs");
     }
-    const uint64_t buffers = uint64_t{j.numjobs} * j.iodepth;
-    const uint64_t buffer_bytes = OrderBytes(DirectWorker::OrderFor(j.block_bytes));
-    if (buffers * buffer_bytes > (4ull << 30)) {
+    const uint64_t need = DirectBufferBytes(j);
+    if (need > kDirectBuffersMaxBytes) {
       return Status::InvalidArgument("job '" + j.name + "': numjobs * iodepth * bs needs " +
-                                     FormatSize(buffers * buffer_bytes) +
-                                     " of buffers (over 4G); lower iodepth or numjobs");
+                                     FormatSize(need) + " of buffers (over " +
+                                     FormatSize(kDirectBuffersMaxBytes) +
+                                     "); lower iodepth or numjobs");
     }
-    FOLIO_ASSIGN_OR_RETURN(device_, OpenDataFile(ctx_, j.iodepth));
+    if (ctx_.device != nullptr) {
+      device_ = ctx_.device;
+    } else {
+      FOLIO_ASSIGN_OR_RETURN(owned_device_, OpenDataFile(ctx_, j.iodepth));
+      device_ = owned_device_.get();
+    }
     if (j.block_bytes % device_->logical_block_bytes() != 0) {
       return Status::InvalidArgument("job '" + j.name + "': bs=" + FormatSize(j.block_bytes) +
                                      " is not a multiple of the device's block size " +
                                      std::to_string(device_->logical_block_bytes()) +
                                      " required by direct=1");
     }
-    ArenaOptions ao;
-    // Headroom beyond the buffers themselves for the allocator's per-thread caches.
-    ao.capacity_bytes = buffers * buffer_bytes + (8ull << 20);
-    FOLIO_ASSIGN_OR_RETURN(arena_, FolioArena::Create(ao));
-    FOLIO_RETURN_IF_ERROR(device_->RegisterArena(arena_.get()));
+    if (ctx_.direct_arena != nullptr && ctx_.direct_arena->capacity_bytes() >=
+                                            need + kDirectArenaHeadroomBytes) {
+      // --device: the bench's arena, registered with the shared device once (a device keeps
+      // every arena it was given, so one per engine run would pile up freed ones).
+      arena_ = ctx_.direct_arena;
+    } else {
+      ArenaOptions ao;
+      // Headroom beyond the buffers themselves for the allocator's per-thread caches.
+      ao.capacity_bytes = need + kDirectArenaHeadroomBytes;
+      FOLIO_ASSIGN_OR_RETURN(owned_arena_, FolioArena::Create(ao));
+      arena_ = owned_arena_.get();
+      // Only a device this engine opened (and closes before the arena goes) may register it.
+      if (owned_device_ != nullptr) FOLIO_RETURN_IF_ERROR(device_->RegisterArena(arena_));
+    }
     device_->ResetStats();
     stats_.setup_s = NowSeconds() - t0;
     return Status::OK();
   }
 
   Result<std::unique_ptr<WorkerIo>> NewWorker(uint32_t index) override {
-    auto worker = std::make_unique<DirectWorker>(device_.get(), arena_.get(), ctx_.job);
+    auto worker = std::make_unique<DirectWorker>(device_, arena_, ctx_.job);
     FOLIO_RETURN_IF_ERROR(worker->Init(index + 1));
     return std::unique_ptr<WorkerIo>(std::move(worker));
   }
@@ -304,8 +326,10 @@ class FolioDirectEngine : public Engine {
     stats_.cache_used = false;
     stats_.device = device_->stats();
     stats_.backing = arena_->backing_report();
-    device_.reset();
-    arena_.reset();
+    owned_device_.reset();
+    owned_arena_.reset();
+    device_ = nullptr;
+    arena_ = nullptr;
     return Status::OK();
   }
 
@@ -318,12 +342,18 @@ class FolioDirectEngine : public Engine {
 
  private:
   const EngineContext ctx_;
-  std::unique_ptr<FolioArena> arena_;  // outlives the device that registered it
-  std::unique_ptr<BlockDevice> device_;
+  std::unique_ptr<FolioArena> owned_arena_;  // outlives the device that registered it
+  std::unique_ptr<BlockDevice> owned_device_;  // null with --device
+  FolioArena* arena_ = nullptr;                // owned_arena_ or ctx_.direct_arena
+  BlockDevice* device_ = nullptr;              // owned_device_ or ctx_.device
   FolioRunStats stats_;
 };
 
 }  // namespace
+
+uint64_t DirectBufferBytes(const JobSpec& job) {
+  return uint64_t{job.numjobs} * job.iodepth * OrderBytes(DirectWorker::OrderFor(job.block_bytes));
+}
 
 std::unique_ptr<Engine> NewFolioCachedEngine(const EngineContext& ctx) {
   return std::make_unique<FolioCachedEngine>(ctx);

@@ -161,7 +161,8 @@ constexpr KeyDef kKeys[] = {
 
 class Parser {
  public:
-  explicit Parser(std::string_view path) : path_(path) {}
+  Parser(std::string_view path, bool size_optional)
+      : path_(path), size_optional_(size_optional) {}
 
   Result<JobFile> Run(std::string_view text) {
     int line_no = 0;
@@ -250,7 +251,7 @@ class Parser {
     section_ = SectionKind::kNone;
     const JobSpec& j = current_;
     const std::string job = "job '" + j.name + "': ";
-    if (j.size_bytes == 0 && j.filename.empty()) {
+    if (j.size_bytes == 0 && j.filename.empty() && !size_optional_) {
       return Error(j.line, job + "no size; add size=SIZE (e.g. size=512M) or filename=PATH");
     }
     if (j.size_bytes != 0 && j.size_bytes < j.block_bytes) {
@@ -267,6 +268,7 @@ class Parser {
 
   enum class SectionKind { kNone, kGlobal, kJob };
   std::string_view path_;
+  const bool size_optional_;
   SectionKind section_ = SectionKind::kNone;
   JobSpec globals_;
   JobSpec current_;
@@ -296,11 +298,11 @@ bool RwModeReads(RwMode mode) { return mode != RwMode::kWrite && mode != RwMode:
 
 bool RwModeWrites(RwMode mode) { return mode != RwMode::kRead && mode != RwMode::kRandRead; }
 
-Result<JobFile> ParseJobFile(std::string_view text, std::string_view path) {
-  return Parser(path).Run(text);
+Result<JobFile> ParseJobFile(std::string_view text, std::string_view path, bool size_optional) {
+  return Parser(path, size_optional).Run(text);
 }
 
-Result<JobFile> LoadJobFile(const std::string& path) {
+Result<JobFile> LoadJobFile(const std::string& path, bool size_optional) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(errno, path);
   struct stat st;
@@ -327,7 +329,7 @@ Result<JobFile> LoadJobFile(const std::string& path) {
     }
   }
   close(fd);
-  return ParseJobFile(text, path);
+  return ParseJobFile(text, path, size_optional);
 }
 
 std::string JobFileToString(const JobFile& file) {

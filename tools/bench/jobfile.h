@@ -37,7 +37,7 @@ struct JobSpec {
   int line = 0;                    // line of the [name] header
   RwMode rw = RwMode::kRead;
   uint64_t block_bytes = 4096;     // bs: a multiple of 512
-  uint64_t size_bytes = 0;         // size: bytes of the file the job covers; 0 = filename's size
+  uint64_t size_bytes = 0;         // size: bytes the job covers; 0 = filename's (or --device's) size
   std::string filename;            // empty: bench creates a temp file of size_bytes
   uint32_t iodepth = 1;            // 1..1024
   uint32_t numjobs = 1;            // 1..64
@@ -61,12 +61,14 @@ inline constexpr uint32_t kNumjobsMax = 64;
 inline constexpr size_t kJobFileBytesMax = 1 << 20;
 
 // Parses and validates `text`; `path` names the file in messages. Errors are
-// InvalidArgument "PATH:LINE: <what>; <fix>".
-Result<JobFile> ParseJobFile(std::string_view text, std::string_view path);
+// InvalidArgument "PATH:LINE: <what>; <fix>". A job needs size or filename unless
+// size_optional (`bench --device`: size defaults to the device's).
+Result<JobFile> ParseJobFile(std::string_view text, std::string_view path,
+                             bool size_optional = false);
 
 // Reads `path` (at most kJobFileBytesMax) and parses it. A missing or unreadable file is
 // NotFound / IOError "PATH: <strerror>".
-Result<JobFile> LoadJobFile(const std::string& path);
+Result<JobFile> LoadJobFile(const std::string& path, bool size_optional = false);
 
 // The canonical job file: one section per job with every key spelled out (no [global]), so
 // ParseJobFile(JobFileToString(f)) yields the same jobs (lines aside).

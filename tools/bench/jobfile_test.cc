@@ -121,6 +121,17 @@ TEST(JobFileTest, FilenameWithoutSizeIsAllowed) {
   EXPECT_EQ(f.jobs[0].size_bytes, 0u);
 }
 
+TEST(JobFileTest, SizeIsOptionalOnlyWhenAsked) {
+  // bench --device: the job covers the device when it has no size.
+  Result<JobFile> r = ParseJobFile("[j]\nrw=randread\n", "t.fio", /*size_optional=*/true);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->jobs[0].size_bytes, 0u);
+  EXPECT_EQ(r->jobs[0].filename, "");
+  EXPECT_NE(ErrorOf("[j]\nrw=randread\n").find("t.fio:1: job 'j': no size"), std::string::npos);
+  // The other checks still apply.
+  EXPECT_FALSE(ParseJobFile("[j]\nsize=4k\nbs=8k\n", "t.fio", true).ok());
+}
+
 TEST(JobFileTest, UnknownKeyNamesFileLineAndTheSupportedKeys) {
   std::string m = ErrorOf("[global]\nsize=1M\n[j]\nfoo=1\n");
   EXPECT_EQ(m.rfind("t.fio:4: unknown key 'foo'; supported: rw, bs, ", 0), 0u) << m;

@@ -58,7 +58,8 @@ std::string JobLine(const RunResult& r) {
   }
   s += std::string(" direct=") + (j.direct ? "1" : "0");
   if (j.pre_read) s += " pre_read=1";
-  s += "\n  file " + r.file + (r.file_created ? " (created for the run)" : "") + "\n";
+  s += std::string("\n  ") + (r.on_device ? "device " : "file ") + r.file +
+       (r.file_created ? " (created for the run)" : "") + "\n";
   return s;
 }
 
@@ -282,6 +283,7 @@ Json ResultsJson(const std::vector<RunResult>& runs, uint64_t cache_bytes) {
     j["policy"] = r.engine.PolicyName();
     j["seed"] = r.timed.seed;
     j["filename"] = r.file;
+    if (r.on_device) j["device"] = r.file;
     j["job options"] = JobOptionsJson(r.job);
     j["job_runtime"] = static_cast<uint64_t>(secs * 1000);
     j["read"] = DirJson(r.timed.read, secs);

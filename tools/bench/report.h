@@ -23,6 +23,7 @@ struct RunResult {
   EngineSpec engine;
   std::string file;          // the data file
   bool file_created = false; // a temp file made for the job (vs the job's filename)
+  bool on_device = false;    // `file` is the --device spec the run used
   TimedRun timed;
   bool has_folio = false;
   FolioRunStats folio;

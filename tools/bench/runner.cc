@@ -14,10 +14,12 @@
 #include "base/progress.h"
 #include "base/units.h"
 #include "bench/datafile.h"
+#include "bench/device.h"
 #include "bench/engine.h"
 #include "bench/plot.h"
 #include "bench/report.h"
 #include "cli_util.h"
+#include "folio/arena.h"
 
 namespace folio::bench {
 
@@ -26,16 +28,57 @@ namespace {
 constexpr char kPrefix[] = "folio bench";
 constexpr int kExitInterrupted = 130;
 
+// A job as loaded, with the job file it came from.
+struct LoadedJob {
+  JobSpec job;
+  std::string jobfile;
+};
+
 // A job with where its data lives.
 struct PlannedJob {
   JobSpec job;
-  std::string file;         // empty: create in the bench directory
+  std::string file;         // empty: create in the bench directory; --device: the spec
   uint64_t file_bytes = 0;  // bytes the job covers
   uint64_t fill_from = 0;   // for a named file that is short: fill [fill_from, file_bytes)
+  bool on_device = false;   // --device
 };
 
+std::string JobWhere(const JobSpec& job, const std::string& jobfile) {
+  return jobfile + ":" + std::to_string(job.line) + ": job '" + job.name + "'";
+}
+
+// Whether a job needs data in place before it runs (it reads, or reads everything first).
+bool JobReads(const JobSpec& job) { return RwModeReads(job.rw) || job.pre_read; }
+
+// A job on the --device: it covers the first `size` bytes (default the whole device).
+Status PlanDeviceJob(const JobSpec& job, const std::string& jobfile, const std::string& spec,
+                     uint64_t device_bytes, PlannedJob* out) {
+  const std::string where = JobWhere(job, jobfile);
+  out->job = job;
+  out->file = spec;
+  out->on_device = true;
+  const uint64_t bytes = job.size_bytes != 0 ? job.size_bytes : device_bytes / 4096 * 4096;
+  if (bytes > device_bytes) {
+    return Status::InvalidArgument(where + ": size=" + FormatSize(bytes) +
+                                   " does not fit --device " + spec + " of " +
+                                   FormatSize(device_bytes) +
+                                   "; lower size or use a larger device");
+  }
+  if (bytes % 4096 != 0) {
+    return Status::InvalidArgument(where + ": size=" + FormatSize(bytes) +
+                                   " must be a multiple of 4K");
+  }
+  if (bytes < job.block_bytes) {
+    return Status::InvalidArgument(where + ": the job covers " + FormatSize(bytes) +
+                                   " of --device " + spec + ", less than bs=" +
+                                   FormatSize(job.block_bytes));
+  }
+  out->file_bytes = bytes;
+  return Status::OK();
+}
+
 Status PlanJob(const JobSpec& job, const std::string& jobfile, PlannedJob* out) {
-  const std::string where = jobfile + ":" + std::to_string(job.line) + ": job '" + job.name + "'";
+  const std::string where = JobWhere(job, jobfile);
   out->job = job;
   out->file = job.filename;
   uint64_t existing = 0;
@@ -67,17 +110,44 @@ Status PlanJob(const JobSpec& job, const std::string& jobfile, PlannedJob* out) 
   return Status::OK();
 }
 
-// Loads and plans every job; refuses more than kMaxTotalFileBytes of data to write.
-Status PlanAll(const BenchConfig& config, std::vector<PlannedJob>* jobs) {
-  uint64_t to_write = 0;
+Status LoadAll(const BenchConfig& config, std::vector<LoadedJob>* jobs) {
   for (const std::string& path : config.jobfiles) {
-    FOLIO_ASSIGN_OR_RETURN(JobFile file, LoadJobFile(path));
-    for (const JobSpec& job : file.jobs) {
-      PlannedJob p;
-      FOLIO_RETURN_IF_ERROR(PlanJob(job, path, &p));
-      to_write += p.file_bytes - p.fill_from;
-      jobs->push_back(p);
-    }
+    FOLIO_ASSIGN_OR_RETURN(JobFile file,
+                           LoadJobFile(path, /*size_optional=*/!config.device_spec.empty()));
+    for (const JobSpec& job : file.jobs) jobs->push_back({job, path});
+  }
+  return Status::OK();
+}
+
+// Plans every job on the --device of device_bytes; refuses laying down more than
+// kMaxTotalFileBytes.
+Status PlanAllOnDevice(const BenchConfig& config, const std::vector<LoadedJob>& loaded,
+                       uint64_t device_bytes, std::vector<PlannedJob>* jobs) {
+  uint64_t laid = 0;
+  for (const LoadedJob& l : loaded) {
+    PlannedJob p;
+    FOLIO_RETURN_IF_ERROR(PlanDeviceJob(l.job, l.jobfile, config.device_spec, device_bytes, &p));
+    if (JobReads(p.job)) laid = std::max(laid, p.file_bytes);
+    jobs->push_back(p);
+  }
+  if (laid > kMaxTotalFileBytes) {
+    return Status::InvalidArgument("the jobs read " + FormatSize(laid) + " of --device " +
+                                   config.device_spec + ", which would be filled with data " +
+                                   "first: over the " + FormatSize(kMaxTotalFileBytes) +
+                                   " limit; lower the jobs' size");
+  }
+  return Status::OK();
+}
+
+// Plans every job on data files; refuses more than kMaxTotalFileBytes of data to write.
+Status PlanAll(const BenchConfig& config, const std::vector<LoadedJob>& loaded,
+               std::vector<PlannedJob>* jobs) {
+  uint64_t to_write = 0;
+  for (const LoadedJob& l : loaded) {
+    PlannedJob p;
+    FOLIO_RETURN_IF_ERROR(PlanJob(l.job, l.jobfile, &p));
+    to_write += p.file_bytes - p.fill_from;
+    jobs->push_back(p);
   }
   if (to_write > kMaxTotalFileBytes) {
     return Status::InvalidArgument("the job files need " + FormatSize(to_write) +
@@ -121,20 +191,62 @@ class Bench {
     return config_.json ? ProgressMode::kOff : ProgressMode::kAuto;
   }
   int Emit();
+  // --device: opens the device and makes the arena of direct=1 buffers.
+  int OpenDevice(const std::vector<LoadedJob>& loaded);
+  Status MakeDirectArena(const std::vector<PlannedJob>& jobs);
+  bool on_device() const { return !config_.device_spec.empty(); }
 
   const BenchConfig& config_;
   const StopSignal& stop_;
   std::vector<RunResult> results_;
+  // --device. The arena outlives the device it is registered with.
+  std::unique_ptr<FolioArena> direct_arena_;
+  std::unique_ptr<BlockDevice> device_;
+  uint64_t laid_bytes_ = 0;  // [0, laid_bytes_) of the device holds the bench's data
 };
+
+int Bench::OpenDevice(const std::vector<LoadedJob>& loaded) {
+  if (!config_.device_hooks.installed()) {
+    return cli::UsageError(kPrefix, "--device: this folio was built without device specs "
+                                    "(tools/raid); run the jobs on files instead");
+  }
+  // As many requests in flight per thread as the deepest job keeps, like a data file's device.
+  uint32_t depth = 64;
+  for (const LoadedJob& l : loaded) depth = std::max(depth, l.job.iodepth);
+  Result<std::unique_ptr<BlockDevice>> d =
+      config_.device_hooks.open(config_.device_spec, std::min<uint32_t>(depth, 4096));
+  if (!d.ok()) return cli::ExitWithStatus(kPrefix, d.status());
+  device_ = std::move(d).value();
+  return cli::kExitOk;
+}
+
+Status Bench::MakeDirectArena(const std::vector<PlannedJob>& jobs) {
+  bool folio = false;
+  for (const EngineSpec& e : config_.engines) folio = folio || e.is_folio();
+  uint64_t need = 0;
+  for (const PlannedJob& p : jobs) {
+    // Jobs the direct engine refuses anyway (bs over 2M, too many buffers) do not size it.
+    if (!p.job.direct || p.job.block_bytes > kMaxFolioBytes) continue;
+    const uint64_t bytes = DirectBufferBytes(p.job);
+    if (bytes <= kDirectBuffersMaxBytes) need = std::max(need, bytes);
+  }
+  if (!folio || need == 0) return Status::OK();
+  ArenaOptions ao;
+  ao.capacity_bytes = need + kDirectArenaHeadroomBytes;
+  FOLIO_ASSIGN_OR_RETURN(direct_arena_, FolioArena::Create(ao));
+  return device_->RegisterArena(direct_arena_.get());
+}
 
 Result<RunResult> Bench::RunOne(const PlannedJob& p, const EngineSpec& spec, uint64_t seed) {
   EngineContext ctx;
   ctx.job = p.job;
   ctx.engine = spec;
-  ctx.path = p.file;
+  ctx.path = p.on_device ? config_.device_kernel_path : p.file;
   ctx.file_bytes = p.file_bytes;
   ctx.cache_bytes = config_.cache_bytes;
   ctx.stop = stop_.flag();
+  ctx.device = device_.get();
+  ctx.direct_arena = direct_arena_.get();
   std::unique_ptr<Engine> engine = NewEngine(ctx);
   FOLIO_RETURN_IF_ERROR(engine->Prepare());
 
@@ -169,7 +281,8 @@ Result<RunResult> Bench::RunOne(const PlannedJob& p, const EngineSpec& spec, uin
   r.job = p.job;
   r.engine = spec;
   r.file = p.file;
-  r.file_created = p.job.filename.empty();
+  r.file_created = !p.on_device && p.job.filename.empty();
+  r.on_device = p.on_device;
   r.timed = *timed;
   if (const FolioRunStats* f = engine->folio_stats()) {
     r.has_folio = true;
@@ -180,22 +293,49 @@ Result<RunResult> Bench::RunOne(const PlannedJob& p, const EngineSpec& spec, uin
 }
 
 int Bench::Run() {
+  std::vector<LoadedJob> loaded;
+  Status status = LoadAll(config_, &loaded);
+  if (!status.ok()) return cli::ExitWithStatus(kPrefix, status);
   std::vector<PlannedJob> jobs;
-  Status planned = PlanAll(config_, &jobs);
-  if (!planned.ok()) return cli::ExitWithStatus(kPrefix, planned);
+  if (on_device()) {
+    if (int code = OpenDevice(loaded); code != cli::kExitOk) return code;
+    status = PlanAllOnDevice(config_, loaded, device_->size_bytes(), &jobs);
+    if (status.ok()) status = MakeDirectArena(jobs);
+  } else {
+    status = PlanAll(config_, loaded, &jobs);
+  }
+  if (!status.ok()) return cli::ExitWithStatus(kPrefix, status);
   std::unique_ptr<BenchDir> dir;
   const uint64_t seed = config_.seed ? *config_.seed : std::random_device{}();
   if (!config_.json) {
     std::string names;
     for (const EngineSpec& e : config_.engines) names += (names.empty() ? "" : ", ") + e.Name();
-    std::printf("folio bench: cache %s, engines %s, seed %llu\n\n",
-                FormatSize(config_.cache_bytes).c_str(), names.c_str(),
+    std::string where;
+    if (on_device()) {
+      where = "device " + config_.device_spec + " (" + FormatSize(device_->size_bytes()) + "), ";
+    }
+    std::printf("folio bench: %scache %s, engines %s, seed %llu\n",
+                where.c_str(), FormatSize(config_.cache_bytes).c_str(), names.c_str(),
                 static_cast<unsigned long long>(seed));
+    for (const EngineSpec& e : config_.skipped_engines) {
+      std::printf("folio bench: %s skipped: %s is not a file it can open (give --engine to "
+                  "choose engines)\n",
+                  e.Name().c_str(), config_.device_spec.c_str());
+    }
+    std::printf("\n");
     std::fflush(stdout);
   }
   for (size_t j = 0; j < jobs.size(); ++j) {
     PlannedJob& p = jobs[j];
-    if (p.file.empty()) {
+    if (p.on_device) {
+      // Data is laid down once, as far as the reading jobs reach.
+      if (JobReads(p.job) && laid_bytes_ < p.file_bytes) {
+        Status s = FillDevice(device_.get(), laid_bytes_, p.file_bytes, stop_.flag(),
+                              progress_mode());
+        if (!s.ok()) return Fail(s, "job '" + p.job.name + "'");
+        laid_bytes_ = p.file_bytes;
+      }
+    } else if (p.file.empty()) {
       if (dir == nullptr) {
         Result<std::unique_ptr<BenchDir>> d = BenchDir::Create(config_.dir);
         if (!d.ok()) return cli::ExitWithStatus(kPrefix, d.status());
@@ -217,7 +357,7 @@ int Bench::Run() {
       job_runs.push_back(*r);
       results_.push_back(*r);
     }
-    if (dir != nullptr && p.job.filename.empty()) dir->Remove(p.file);
+    if (dir != nullptr && !p.on_device && p.job.filename.empty()) dir->Remove(p.file);
     if (stop_.stopped()) return Interrupted();
     if (!config_.json) {
       std::fputs(FormatJobTable(job_runs).c_str(), stdout);
@@ -229,7 +369,15 @@ int Bench::Run() {
 
 int Bench::Emit() {
   if (config_.json) {
-    std::printf("%s\n", ResultsJson(results_, config_.cache_bytes).dump(2).c_str());
+    nlohmann::ordered_json root = ResultsJson(results_, config_.cache_bytes);
+    if (on_device()) {
+      nlohmann::ordered_json skipped = nlohmann::ordered_json::array();
+      for (const EngineSpec& e : config_.skipped_engines) skipped.push_back(e.Name());
+      root["device"] = {{"spec", config_.device_spec},
+                        {"bytes", device_->size_bytes()},
+                        {"skipped_engines", skipped}};
+    }
+    std::printf("%s\n", root.dump(2).c_str());
   } else {
     std::fputs(FormatLegend().c_str(), stdout);
   }
@@ -247,6 +395,13 @@ int Bench::Emit() {
 }
 
 }  // namespace
+
+namespace {
+BenchDeviceHooks g_device_hooks;
+}  // namespace
+
+void SetBenchDeviceHooks(const BenchDeviceHooks& hooks) { g_device_hooks = hooks; }
+const BenchDeviceHooks& GetBenchDeviceHooks() { return g_device_hooks; }
 
 int RunBench(const BenchConfig& config) {
   StopSignal stop;

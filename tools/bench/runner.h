@@ -2,6 +2,13 @@
 // the data files, runs every job under every engine side by side on the same file and data,
 // prints the tables (or fio-shaped JSON) and writes the plot.
 //
+// With a device (--device SPEC) no data file is made and the jobs' filename is not used: the
+// device is opened (and locked) once for the whole run, every job covers its first `size`
+// bytes (default: the whole device; a size over the device's is a usage error), and every
+// engine runs on it. Data is laid down on [0, size) once, before the first job that reads
+// (a read mode or pre_read), as a temp data file would be; write-only jobs write over
+// whatever is there. The device's previous contents are lost.
+//
 // Thread safety: called once from the main thread; runs worker threads internally.
 #pragma once
 
@@ -10,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/device.h"
 #include "bench/engine_spec.h"
 
 namespace folio::bench {
@@ -22,6 +30,14 @@ struct BenchConfig {
   std::string plot_path;              // empty: no plot
   std::vector<std::string> jobfiles;
   std::optional<uint64_t> seed;       // default: random, printed
+  // --device: every engine runs on this device spec, opened with device_hooks.open;
+  // device_kernel_path is the kernel engine's file ("" for raid: / mem:).
+  std::string device_spec;
+  BenchDeviceHooks device_hooks;
+  std::string device_kernel_path;
+  // Engines dropped from the default list because the device is not a file (kernel on
+  // raid: / mem:); reported in the header and the JSON.
+  std::vector<EngineSpec> skipped_engines;
 };
 
 inline constexpr uint64_t kMaxTotalFileBytes = 8ull << 30;
