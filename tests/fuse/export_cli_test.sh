@@ -134,6 +134,10 @@ check "missing RAID member" expect_error 2 "absent.img: no such file" --mount "$
 check "bad mem size" expect_error 2 "multiple of 4K" --mount "$T/mnt/bad" "mem:3"
 check "bad policy" expect_error 2 "policy" --mount "$T/mnt/bad" --policy fixed:3k "$DATA"
 check "unmount of a non-mount" expect_error 2 "not a FUSE mount" --unmount "$T/mnt/bad"
+check "a directory as the device" expect_error 2 "is a directory" --mount "$T/mnt/bad" \
+  "file:$T/mnt"
+check "--log in a missing directory" expect_error 2 "--log" --mount "$T/mnt/bad" --daemon \
+  --log "$T/absent-dir/x.log" "$DATA"
 check "nothing left mounted" bash -c "! grep -q '$T' /proc/mounts"
 
 # ---- fio verify, exclusive use, .stats, --unmount ----------------------------------------

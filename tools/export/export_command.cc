@@ -2,11 +2,14 @@
 // is in export_run.cc.
 #include "export/export_command.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/sysinfo.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
@@ -124,6 +127,13 @@ Status BuildExportConfig(const ExportArgs& a, ExportConfig* c) {
     } else {
       c->log_path = a.log[0] == '/' ? a.log : std::string(getcwd(buf, sizeof(buf))) + "/" + a.log;
     }
+    // Open it now (append, created if missing) so a bad path is a usage error before mounting.
+    const int fd = ::open(c->log_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      return Status::InvalidArgument("--log " + a.log + ": " + std::strerror(errno) +
+                                     "; give a writable file in an existing directory");
+    }
+    ::close(fd);
   }
   c->allow_other = a.allow_other;
   c->debug = a.debug;
