@@ -197,7 +197,7 @@ fi
 fio_fsync_writer() {
   fio --name=fsw --filename="$1" --ioengine=psync --direct=1 --rw=write --bs=64k --fsync=1 \
     --rate=32m --offset=0 --size=128M --verify=crc32c --do_verify=0 --write_lat_log="$2/lat" \
-    --log_offset=1 --per_job_logs=1 >"$2/fio.out" 2>&1 &
+    --log_offset=1 --per_job_logs=1 --verify_state_save=0 >"$2/fio.out" 2>&1 &
   FIO_PID=$!
 }
 # fsynced_bytes DIR: the bytes fio's fsyncs covered: every logged write but the last (its fsync
