@@ -314,8 +314,9 @@ if [ "$HAVE_RAID" -eq 1 ]; then
     cp -a /usr/share/doc "$T/ext4/" &
     cp_pid=$!
     sleep 2
-    check "fail a member through .control while copying" \
-      bash -c "echo 'fail $RD/m1' > '$V/.control'"
+    # folio raid fail on members a running export holds goes to the export's .control.
+    check "folio raid fail while copying (forwarded to the export)" \
+      "$FOLIO_BIN" raid fail --member "$RD/m1" "$RD/m0" "$RD/m1" "$RD/m2"
     wait "$cp_pid"
     check "copy completed on the degraded array" test $? -eq 0
     check "array is degraded" test "$(raid_field "$V" "r['state']")" = degraded
@@ -324,8 +325,10 @@ if [ "$HAVE_RAID" -eq 1 ]; then
     mount "$LOOPDEV" "$T/ext4"
     check "diff -r equal after remount" diff -r --no-dereference /usr/share/doc "$T/ext4/doc"
     umount "$T/ext4"
-    check "replace the failed member through .control" \
-      bash -c "echo 'replace $RD/m1 $RD/m3' > '$V/.control'"
+    check "folio raid replace (forwarded to the export)" \
+      "$FOLIO_BIN" raid replace --old "$RD/m1" --new "$RD/m3" "$RD/m0" "$RD/m1" "$RD/m2"
+    check "a bad .control command is refused" \
+      bash -c "! echo 'fail /no/such/member' > '$V/.control' 2>/dev/null"
     check "rebuild ran to the end" wait_raid_idle "$V"
     check "array clean after the rebuild" \
       test "$(raid_field "$V" "r['state'] in ('clean', 'active')")" = True

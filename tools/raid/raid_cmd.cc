@@ -1,16 +1,23 @@
 #include "raid/raid_cmd.h"
 
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "base/device_lock.h"
 #include "base/progress.h"
 #include "base/units.h"
 #include "cli_util.h"
@@ -321,9 +328,85 @@ int RunSync(const RaidArgs& a, RaidSyncAction action) {
   return Print(SyncReportText(*report, st.member_count) + StatusText(st));
 }
 
+std::string AbsolutePath(const std::string& p) {
+  char buf[PATH_MAX];
+  return realpath(p.c_str(), buf) != nullptr ? std::string(buf) : p;
+}
+
+// The mount point of the `folio export` process that holds the members' locks, or "" when no
+// export holds them. Found from the lock holder's command line (--mount DIR).
+std::string ExportHoldingMembers(const std::vector<std::string>& members, pid_t* pid) {
+  for (const std::string& m : members) {
+    struct stat st;
+    if (stat(m.c_str(), &st) != 0) continue;
+    const pid_t holder = FlockHolderPid(st.st_dev, st.st_ino);
+    if (holder <= 0 || holder == getpid()) continue;
+    std::ifstream in("/proc/" + std::to_string(holder) + "/cmdline", std::ios::binary);
+    const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::string> argv;
+    for (size_t b = 0, e; b < raw.size(); b = e + 1) {
+      e = raw.find('\0', b);
+      if (e == std::string::npos) e = raw.size();
+      argv.push_back(raw.substr(b, e - b));
+    }
+    if (std::find(argv.begin(), argv.end(), "export") == argv.end()) continue;
+    std::string mount;
+    for (size_t i = 0; i < argv.size(); ++i) {
+      if (argv[i] == "--mount" && i + 1 < argv.size()) mount = argv[i + 1];
+      if (argv[i].starts_with("--mount=")) mount = argv[i].substr(8);
+    }
+    if (mount.empty()) continue;
+    if (mount[0] != '/') {
+      // Relative to the export's working directory.
+      char cwd[PATH_MAX];
+      const std::string link = "/proc/" + std::to_string(holder) + "/cwd";
+      const ssize_t n = readlink(link.c_str(), cwd, sizeof(cwd) - 1);
+      if (n <= 0) continue;
+      mount = std::string(cwd, static_cast<size_t>(n)) + "/" + mount;
+    }
+    *pid = holder;
+    return mount;
+  }
+  return "";
+}
+
+// `fail` / `replace` on members a running `folio export` holds: the command goes to the
+// export's .control file, which runs it on the served volume. Returns -1 when no export holds
+// them (the caller reports its own error).
+int ForwardToExport(const std::string& prefix, const RaidArgs& a, const std::string& command) {
+  pid_t pid = 0;
+  const std::string mount = ExportHoldingMembers(a.members, &pid);
+  if (mount.empty()) return -1;
+  const std::string control = mount + "/.control";
+  const int fd = ::open(control.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return ExitWithStatus(prefix, Status::FromErrno(errno, control + " (the control file of "
+                                                    "the export in process " +
+                                                    std::to_string(pid) + ")"));
+  }
+  const std::string line = command + "\n";
+  const ssize_t n = ::write(fd, line.data(), line.size());
+  const int err = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(line.size())) {
+    return ExitWithStatus(prefix, Status::FromErrno(err, control + ": '" + command + "'"));
+  }
+  if (a.json) {
+    Json j;
+    j["forwarded_to_export"] = {{"pid", pid}, {"mount", mount}, {"command", command}};
+    return Print(j.dump(2) + "\n");
+  }
+  return Print("sent '" + command + "' to the folio export holding the members (process " +
+               std::to_string(pid) + ", " + control + "); see " + mount + "/.stats\n");
+}
+
 int RunFail(const RaidArgs& a) {
   const std::string prefix = "folio raid fail";
   auto arr = AssembleMembers(a);
+  if (!arr.ok() && arr.status().code() == StatusCode::kBusy) {
+    const int rc = ForwardToExport(prefix, a, "fail " + AbsolutePath(a.member));
+    if (rc >= 0) return rc;
+  }
   if (!arr.ok()) return ExitWithStatus(prefix, arr.status());
   const int slot = arr->raid->SlotOf(a.member);
   if (slot < 0) {
@@ -345,6 +428,11 @@ int RunReplace(const RaidArgs& a) {
   auto io = IoOptions(a);
   if (!io.ok()) return ExitWithStatus(prefix, io.status());
   auto arr = AssembleMembers(a);
+  if (!arr.ok() && arr.status().code() == StatusCode::kBusy && !a.old_member.empty()) {
+    const int rc = ForwardToExport(prefix, a, "replace " + AbsolutePath(a.old_member) + " " +
+                                                  AbsolutePath(a.new_member));
+    if (rc >= 0) return rc;
+  }
   if (!arr.ok()) return ExitWithStatus(prefix, arr.status());
   RaidDevice* raid = arr->raid.get();
   int slot = a.slot;
