@@ -132,6 +132,8 @@ check "missing device" expect_error 2 "absent.img: no such file" --mount "$T/mnt
 check "missing RAID member" expect_error 2 "absent.img: no such file" --mount "$T/mnt/bad" \
   "raid:$DATA,$T/absent.img"
 check "bad mem size" expect_error 2 "multiple of 4K" --mount "$T/mnt/bad" "mem:3"
+check "mem size beyond the machine's memory" expect_error 2 "larger than this machine's memory" \
+  --mount "$T/mnt/bad" "mem:100T"
 check "bad policy" expect_error 2 "policy" --mount "$T/mnt/bad" --policy fixed:3k "$DATA"
 check "unmount of a non-mount" expect_error 2 "not a FUSE mount" --unmount "$T/mnt/bad"
 check "a directory as the device" expect_error 2 "is a directory" --mount "$T/mnt/bad" \

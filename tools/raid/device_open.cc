@@ -1,6 +1,7 @@
 #include "raid/device_open.h"
 
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -95,6 +96,16 @@ Result<DeviceSpecText> ParseDeviceSpecText(std::string_view text) {
     if (!bytes.ok() || *bytes == 0 || *bytes % 4096 != 0) {
       return Status::InvalidArgument("device spec '" + std::string(text) +
                                      "': SIZE must be a non-zero multiple of 4K (e.g. mem:64M)");
+    }
+    // A memory device holds its bytes in this process: no more than the machine has.
+    struct sysinfo si;
+    if (sysinfo(&si) == 0) {
+      const uint64_t ram = static_cast<uint64_t>(si.totalram) * si.mem_unit;
+      if (*bytes > ram) {
+        return Status::InvalidArgument("device spec '" + std::string(text) + "': larger than "
+                                       "this machine's memory (" + FormatSize(ram) +
+                                       "); use a smaller size");
+      }
     }
     spec.mem_bytes = *bytes;
     return spec;
