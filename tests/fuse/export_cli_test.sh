@@ -98,7 +98,8 @@ fio_verify() {
   local out=$T/fio-$2-$3.json
   fio --name=verify --filename="$1" --ioengine="$2" --iodepth=16 --direct=1 \
     --rw=randwrite --bsrange=4k-256k --offset="$3" --size="$4" --verify=crc32c \
-    --do_verify=1 --verify_fatal=1 --verify_backlog=1024 --output-format=json >"$out" 2>&1
+    --do_verify=1 --verify_fatal=1 --verify_backlog=1024 --verify_state_save=0 \
+    --output-format=json >"$out" 2>&1
   local rc=$?
   python3 - "$out" "$rc" <<'EOF'
 import json, sys
@@ -215,7 +216,7 @@ fsynced_bytes() {
 fio_verify_fsynced() {
   [ "$2" -gt 0 ] || { echo "fio completed no fsynced write before the kill"; return 1; }
   fio --name=fsw --filename="$1" --ioengine=psync --direct=1 --rw=write --bs=64k --offset=0 \
-    --size="$2" --verify=crc32c --verify_only >/dev/null
+    --size="$2" --verify=crc32c --verify_only --verify_state_save=0 >/dev/null
 }
 
 # ---- kill -9 during a fio write job, re-export, fsynced data present ---------------------
