@@ -1,9 +1,22 @@
 // `folio copy SRC DST`: copies a whole device or file onto another (any device spec on either
 // side), so users and tests can move data in and out of a volume.
+//
+// A file of any size copies: its whole 4 KiB blocks go through the devices (O_DIRECT unless
+// --buffered), the last partial block through a buffered descriptor. A destination file the
+// copy creates gets the source's exact size; onto a device the last block is padded with
+// zeros; an existing destination file has the source's bytes written over its start (it
+// must be at least as large).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,6 +88,99 @@ Status Copy(BlockDevice* src, BlockDevice* dst, uint64_t bytes, uint64_t block, 
   return dst->Flush().WithContext("flushing " + dst->name());
 }
 
+// One side of a copy: its spec, and when it names a regular file, that file (whose size
+// need not be a whole number of blocks: the device covers its whole blocks, the tail goes
+// through a buffered descriptor).
+struct Endpoint {
+  std::string spec;
+  std::string path;       // a regular file's path, else ""
+  uint64_t file_bytes = 0;  // a regular file's size
+  bool regular() const { return !path.empty(); }
+};
+
+uint64_t RoundUp(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
+
+// "64M" for whole KiB, "5000 bytes" otherwise.
+std::string FormatBytes(uint64_t bytes) {
+  if (bytes != 0 && bytes % 1024 == 0) return FormatSize(bytes);
+  return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
+}
+
+// Fills in path / file_bytes when spec names an existing regular file.
+Status ProbeEndpoint(const std::string& spec, Endpoint* e) {
+  e->spec = spec;
+  FOLIO_ASSIGN_OR_RETURN(DeviceSpecText parsed, ParseDeviceSpecText(spec));
+  if (parsed.kind != DeviceSpecText::Kind::kFile) return Status::OK();
+  struct stat st;
+  if (stat(parsed.paths[0].c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    e->path = parsed.paths[0];
+    e->file_bytes = static_cast<uint64_t>(st.st_size);
+  }
+  return Status::OK();
+}
+
+// A missing DST file: the path when spec is a file spec naming nothing yet, else "".
+Result<std::string> MissingFile(const std::string& spec) {
+  FOLIO_ASSIGN_OR_RETURN(DeviceSpecText parsed, ParseDeviceSpecText(spec));
+  if (parsed.kind != DeviceSpecText::Kind::kFile) return std::string();
+  struct stat st;
+  if (stat(parsed.paths[0].c_str(), &st) == 0) return std::string();
+  return parsed.paths[0];
+}
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+// Full-length pread / pwrite on a buffered descriptor.
+Status FullIo(int fd, bool write, char* buf, uint64_t len, uint64_t pos, const std::string& path) {
+  uint64_t done = 0;
+  while (done < len) {
+    ssize_t n = write ? pwrite(fd, buf + done, len - done, static_cast<off_t>(pos + done))
+                      : pread(fd, buf + done, len - done, static_cast<off_t>(pos + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno(errno, path + (write ? ": write" : ": read"));
+    if (n == 0) return Status::IOError(path + ": ended at " + std::to_string(pos + done) +
+                                       " while copying (did it shrink?)");
+    done += static_cast<uint64_t>(n);
+  }
+  return Status::OK();
+}
+
+// Copies the tail [from, from + len) (less than a block): read from the source file
+// (buffered) or device, written to the destination file (buffered, exact bytes) or device
+// (the last block padded with zeros).
+Status CopyTail(const Endpoint& s, BlockDevice* src, const Endpoint& d, BlockDevice* dst,
+                uint64_t from, uint64_t len) {
+  struct Free {
+    void operator()(char* p) const { std::free(p); }
+  };
+  const uint64_t cap = RoundUp(std::max<uint64_t>(len, 1), 4096) * 2;
+  std::unique_ptr<char, Free> buf(static_cast<char*>(std::aligned_alloc(4096, cap)));
+  if (buf == nullptr) return Status::IOError("out of memory for the last block");
+  std::memset(buf.get(), 0, cap);
+  if (s.regular()) {
+    Fd f{open(s.path.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (f.fd < 0) return Status::FromErrno(errno, s.path);
+    FOLIO_RETURN_IF_ERROR(FullIo(f.fd, false, buf.get(), len, from, s.path));
+  } else {
+    // A device's size is a multiple of its block, so its tail is whole blocks.
+    FOLIO_RETURN_IF_ERROR(src->Read(from, buf.get(), len).WithContext("reading " + src->name()));
+  }
+  if (d.regular()) {
+    Fd f{open(d.path.c_str(), O_WRONLY | O_CLOEXEC)};
+    if (f.fd < 0) return Status::FromErrno(errno, d.path);
+    FOLIO_RETURN_IF_ERROR(FullIo(f.fd, true, buf.get(), len, from, d.path));
+    if (fdatasync(f.fd) != 0) return Status::FromErrno(errno, d.path + ": fdatasync");
+    return Status::OK();
+  }
+  const uint64_t padded = RoundUp(len, dst->logical_block_bytes());
+  return dst->Write(from, buf.get(), padded).WithContext("writing " + dst->name());
+}
+
 int RunCopy(const CopyArgs& a) {
   const std::string prefix = "folio copy";
   auto block = ParseSize(a.block, "--block");
@@ -87,30 +193,83 @@ int RunCopy(const CopyArgs& a) {
   o.direct = !a.buffered;
   auto src = OpenDeviceSpec(a.src, o);
   if (!src.ok()) return ExitWithStatus(prefix, src.status());
-  const uint64_t bytes = (*src)->size_bytes();
-  o.create = true;
-  o.create_bytes = bytes;
-  auto dst = OpenDeviceSpec(a.dst, o);
-  if (!dst.ok()) return ExitWithStatus(prefix, dst.status());
-  if ((*dst)->size_bytes() < bytes) {
-    return UsageError(prefix, "DST " + a.dst + " (" + FormatSize((*dst)->size_bytes()) +
-                                  ") is smaller than SRC " + a.src + " (" + FormatSize(bytes) +
-                                  ")");
+  // A regular file copies all its bytes, not just its device's whole blocks.
+  Endpoint s, d;
+  Status probed = ProbeEndpoint(a.src, &s);
+  if (!probed.ok()) return ExitWithStatus(prefix, probed);
+  const uint64_t bytes = s.regular() ? s.file_bytes : (*src)->size_bytes();
+
+  // A missing DST file is made here with the source's size rounded up to 4 KiB (so its
+  // device covers the last partial block), truncated to the exact size at the end, and
+  // removed again if the copy fails.
+  auto missing = MissingFile(a.dst);
+  if (!missing.ok()) return ExitWithStatus(prefix, missing.status());
+  std::string created;
+  if (!missing->empty()) {
+    Fd f{open(missing->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)};
+    if (f.fd < 0 && errno == ENOENT) {
+      return UsageError(prefix, "DST " + *missing + ": cannot create it: no such directory; "
+                                "give a path in an existing directory");
+    }
+    if (f.fd < 0) {
+      return ExitWithStatus(prefix, Status::FromErrno(errno, "DST " + *missing + ": create"));
+    }
+    created = *missing;
+    if (ftruncate(f.fd, static_cast<off_t>(RoundUp(bytes, 4096))) != 0) {
+      const Status st = Status::FromErrno(errno, created + ": ftruncate");
+      unlink(created.c_str());
+      return ExitWithStatus(prefix, st);
+    }
   }
-  const uint32_t lbs = std::max((*src)->logical_block_bytes(), (*dst)->logical_block_bytes());
-  if (bytes % lbs != 0) {
-    return UsageError(prefix, "SRC " + a.src + ": size " + std::to_string(bytes) +
-                                  " is not a multiple of the " + std::to_string(lbs) +
-                                  "-byte block size");
+  // From here on a failure removes the file this copy created.
+  auto fail = [&](int code) {
+    if (!created.empty()) unlink(created.c_str());
+    return code;
+  };
+  probed = ProbeEndpoint(a.dst, &d);
+  if (!probed.ok()) return fail(ExitWithStatus(prefix, probed));
+  auto dst = OpenDeviceSpec(a.dst, o);
+  if (!dst.ok()) return fail(ExitWithStatus(prefix, dst.status()));
+
+  // Whole blocks go through the devices (O_DIRECT unless --buffered); the rest is the tail.
+  const uint64_t unit = std::max<uint64_t>(
+      {4096, (*src)->logical_block_bytes(), (*dst)->logical_block_bytes()});
+  const uint64_t whole = bytes / unit * unit;
+  const uint64_t tail = bytes - whole;
+  const uint64_t dst_needs =
+      d.regular() ? bytes : whole + RoundUp(tail, (*dst)->logical_block_bytes());
+  const uint64_t dst_has = d.regular() ? d.file_bytes : (*dst)->size_bytes();
+  if (dst_has < dst_needs) {
+    return fail(UsageError(prefix, "DST " + a.dst + " (" + FormatBytes(dst_has) +
+                                       ") is smaller than SRC " + a.src + " (" +
+                                       FormatBytes(bytes) +
+                                       (dst_needs > bytes ? ", " + FormatBytes(dst_needs) +
+                                                                " in whole blocks"
+                                                          : std::string()) +
+                                       "); use a larger destination"));
+  }
+  if (tail % (*src)->logical_block_bytes() != 0 && !s.regular()) {
+    return fail(UsageError(prefix, "SRC " + a.src + ": size " + std::to_string(bytes) +
+                                       " is not a multiple of its " +
+                                       std::to_string((*src)->logical_block_bytes()) +
+                                       "-byte block"));
   }
   ProgressOptions po;
   po.mode = a.json ? ProgressMode::kOff : ProgressMode::kAuto;
   po.unit = ProgressUnit::kBytes;
   ProgressReporter progress("copy", bytes, po);
   const uint64_t t0 = NowNs();
-  Status st = Copy(src->get(), dst->get(), bytes, *block, a.depth, &progress);
+  Status st = Copy(src->get(), dst->get(), whole, *block, a.depth, &progress);
+  if (st.ok() && tail != 0) {
+    st = CopyTail(s, src->get(), d, dst->get(), whole, tail);
+    if (st.ok() && !d.regular()) st = (*dst)->Flush().WithContext("flushing " + (*dst)->name());
+  }
+  if (st.ok() && !created.empty() && truncate(created.c_str(), static_cast<off_t>(bytes)) != 0) {
+    st = Status::FromErrno(errno, created + ": truncate");
+  }
+  progress.Update(bytes);
   progress.Finish();
-  if (!st.ok()) return ExitWithStatus(prefix, st);
+  if (!st.ok()) return fail(ExitWithStatus(prefix, st));
   const double secs = static_cast<double>(NowNs() - t0) / 1e9;
   const double mbps = secs > 0 ? static_cast<double>(bytes) / secs / 1e6 : 0;
   std::string out;
@@ -121,7 +280,7 @@ int RunCopy(const CopyArgs& a) {
   } else {
     char line[256];
     std::snprintf(line, sizeof(line), "copied %s from %s to %s in %.2fs (%.1f MB/s)\n",
-                  FormatSize(bytes).c_str(), a.src.c_str(), a.dst.c_str(), secs, mbps);
+                  FormatBytes(bytes).c_str(), a.src.c_str(), a.dst.c_str(), secs, mbps);
     out = line;
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
@@ -133,8 +292,9 @@ int RunCopy(const CopyArgs& a) {
 Command RegisterCopyCommand(CLI::App& root) {
   auto a = std::make_shared<CopyArgs>();
   CLI::App* sub = root.add_subcommand(
-      "copy", "Copy a whole device or file onto another: file:PATH or PATH, "
-              "raid:PATH,PATH,..., mem:SIZE on either side (a missing DST file is created)");
+      "copy", "Copy a whole device or file (of any size) onto another: file:PATH or PATH, "
+              "raid:PATH,PATH,..., mem:SIZE on either side (a missing DST file is created with "
+              "SRC's exact size; on a device the last block is padded with zeros)");
   sub->add_option("SRC", a->src, "Source device spec")->required();
   sub->add_option("DST", a->dst, "Destination device spec")->required();
   sub->add_option("--block", a->block, "Bytes per request")->default_str("1M");
