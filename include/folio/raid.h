@@ -85,7 +85,8 @@ struct RaidOptions {
   // Stripe cache unit for this run (0 = dynamic); unset = the superblock's.
   std::optional<uint64_t> unit_bytes;
   uint64_t stripe_cache_bytes = 32ull << 20;  // buffers of stripe operations in flight
-  FolioArena* arena = nullptr;                // stripe buffers from here when set
+  FolioArena* arena = nullptr;                // stripe buffers from here; null: the array
+                                              // makes its own arena of stripe_cache_bytes
   uint32_t queue_depth = 128;                 // user requests in flight per thread
   uint64_t max_request_bytes = 1ull << 20;
   // A write-intent bit is cleared at the first flush this long after its last write.
@@ -187,6 +188,8 @@ struct RaidStats {
   uint64_t degraded_reads = 0;         // pieces reconstructed from parity
   uint64_t read_errors_corrected = 0;  // member read errors rewritten from parity / mirrors
   uint64_t stripe_cache_waits = 0;     // operations that waited for a stripe or buffer
+  bool stripe_cache_in_arena = false;  // stripe buffers are folios of a FolioArena
+  uint64_t stripe_buffers_from_heap = 0;  // buffers the arena could not serve (heap instead)
   uint64_t bitmap_writes = 0;          // write-intent bitmap updates
   uint64_t superblock_writes = 0;
   uint64_t parity_ns = 0;              // computing parity / reconstruction

@@ -42,6 +42,7 @@ class StripeBufferPool {
   uint64_t in_use_bytes() const;
   uint64_t held_bytes() const;
   uint64_t heap_fallbacks() const;
+  bool has_arena() const { return arena_ != nullptr; }
 
  private:
   char* AllocFresh(int shift);       // REQUIRES: mu_ held

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "folio/arena.h"
 #include "folio/raid.h"
 #include "io/per_thread.h"
 #include "raid/array_meta.h"
@@ -182,6 +183,8 @@ class RaidDeviceImpl final : public RaidDevice {
   const RaidOptions options_;
   const std::string name_;
   StripeLockTable locks_;
+  // The stripe cache's folios: options_.arena, or this array's own arena without one.
+  std::unique_ptr<FolioArena> own_arena_;
   StripeBufferPool pool_;
   PathCounters counters_;
   DeviceStats stats_;

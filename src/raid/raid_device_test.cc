@@ -280,6 +280,21 @@ TEST(RaidDeviceModel, InitialResyncOverGarbage) {
   }
 }
 
+// An array given no arena makes its own: stripe buffers are arena folios, not heap memory.
+TEST(RaidDeviceModel, StripeCacheUsesAnArenaOfItsOwn) {
+  const Config c{RaidLevel::kRaid5, 4, 64 << 10, 0};
+  Members m(c.members, kMemberBytes);
+  auto dev = CreateArray(m, c);
+  ASSERT_NE(dev, nullptr);
+  Model model(dev.get(), 7);
+  model.RandomOps(200);
+  const RaidStats st = dev->raid_stats();
+  EXPECT_TRUE(st.stripe_cache_in_arena);
+  EXPECT_GT(st.rmw_writes + st.rcw_writes + st.full_stripe_writes, 0u);
+  EXPECT_EQ(st.stripe_buffers_from_heap, 0u);
+  ASSERT_NO_FATAL_FAILURE(model.VerifyAll());
+}
+
 // speed_limit_max holds from the first second of a sync: the speed meter once measured the
 // first second against the time since boot (a near-zero speed), so a sync ran unthrottled in
 // it. An upper bound only: a slow machine is slower still.

@@ -114,6 +114,8 @@ RaidStats RaidDeviceImpl::raid_stats() const {
   st.degraded_reads = counters_.degraded_reads.load();
   st.read_errors_corrected = counters_.read_errors_corrected.load();
   st.stripe_cache_waits = counters_.stripe_cache_waits.load();
+  st.stripe_cache_in_arena = pool_.has_arena();
+  st.stripe_buffers_from_heap = pool_.heap_fallbacks();
   st.bitmap_writes = meta_->bitmap_writes();
   st.superblock_writes = meta_->superblock_writes();
   st.parity_ns = counters_.parity_ns.load();

@@ -107,6 +107,11 @@ nlohmann::ordered_json RaidRunner::StatsJson() const {
   j["degraded_writes"] = rs.degraded_writes;
   j["read_errors_corrected"] = rs.read_errors_corrected;
   j["bitmap_writes"] = rs.bitmap_writes;
+  j["stripe_cache_waits"] = rs.stripe_cache_waits;
+  j["stripe_cache_in_arena"] = rs.stripe_cache_in_arena;
+  j["stripe_buffers_from_heap"] = rs.stripe_buffers_from_heap;
+  j["parity_seconds"] = static_cast<double>(rs.parity_ns) / 1e9;
+  j["cpu_seconds"] = static_cast<double>(rs.cpu_ns) / 1e9;
   j["background_sync_running"] = running_.load();
   std::lock_guard<std::mutex> lock(mu_);
   j["background_syncs_completed"] = syncs_completed_;
