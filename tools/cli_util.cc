@@ -73,4 +73,22 @@ Status CheckDirectoryFlag(std::string_view flag, const std::string& dir,
   return Status::OK();
 }
 
+Status FullIo(int fd, bool write, char* buf, uint64_t len, uint64_t pos, const std::string& path) {
+  uint64_t done = 0;
+  while (done < len) {
+    ssize_t n = write ? pwrite(fd, buf + done, len - done, static_cast<off_t>(pos + done))
+                      : pread(fd, buf + done, len - done, static_cast<off_t>(pos + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      return Status::FromErrno(errno, path + ": " + (write ? "pwrite" : "pread") + " at " +
+                                          std::to_string(pos + done));
+    }
+    if (n == 0) {
+      return Status::IOError(path + ": unexpected end of file at " + std::to_string(pos + done));
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return Status::OK();
+}
+
 }  // namespace folio::cli

@@ -8,6 +8,7 @@
 // Thread safety: PrintError writes one line with a single write(2); safe from any thread.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -33,6 +34,10 @@ int RuntimeError(std::string_view prefix, std::string_view message);
 // path and NotSupported are usage errors (2); everything else is a runtime failure (1).
 // Prints status.message() and returns the exit code.
 int ExitWithStatus(std::string_view prefix, const Status& status);
+
+// Full-length pread (write false) or pwrite of len bytes at pos, retrying EINTR and short
+// transfers. Errors name the path, the call and the position; end of file is an IOError.
+Status FullIo(int fd, bool write, char* buf, uint64_t len, uint64_t pos, const std::string& path);
 
 // A one-line form of s: newlines and tabs replaced, trailing whitespace trimmed.
 std::string OneLine(std::string_view s);

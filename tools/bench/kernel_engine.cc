@@ -11,10 +11,13 @@
 
 #include "base/check.h"
 #include "bench/engine.h"
+#include "cli_util.h"
 
 namespace folio::bench {
 
 namespace {
+
+using cli::FullIo;
 
 struct FreeDeleter {
   void operator()(char* p) const { std::free(p); }
@@ -31,25 +34,6 @@ AlignedBuffer NewAlignedBuffer(uint64_t bytes) {
     std::memcpy(buf.get() + i, &v, 8);
   }
   return buf;
-}
-
-// Full-length pread / pwrite, retrying EINTR and short transfers.
-Status FullIo(int fd, bool write, char* buf, uint64_t len, uint64_t pos, const std::string& path) {
-  uint64_t done = 0;
-  while (done < len) {
-    ssize_t n = write ? pwrite(fd, buf + done, len - done, static_cast<off_t>(pos + done))
-                      : pread(fd, buf + done, len - done, static_cast<off_t>(pos + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      return Status::FromErrno(errno, path + ": " + (write ? "pwrite" : "pread") + " at " +
-                                          std::to_string(pos + done));
-    }
-    if (n == 0) {
-      return Status::IOError(path + ": unexpected end of file at " + std::to_string(pos + done));
-    }
-    done += static_cast<uint64_t>(n);
-  }
-  return Status::OK();
 }
 
 class KernelWorker : public WorkerIo {

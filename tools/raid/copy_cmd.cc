@@ -135,21 +135,6 @@ struct Fd {
   }
 };
 
-// Full-length pread / pwrite on a buffered descriptor.
-Status FullIo(int fd, bool write, char* buf, uint64_t len, uint64_t pos, const std::string& path) {
-  uint64_t done = 0;
-  while (done < len) {
-    ssize_t n = write ? pwrite(fd, buf + done, len - done, static_cast<off_t>(pos + done))
-                      : pread(fd, buf + done, len - done, static_cast<off_t>(pos + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::FromErrno(errno, path + (write ? ": write" : ": read"));
-    if (n == 0) return Status::IOError(path + ": ended at " + std::to_string(pos + done) +
-                                       " while copying (did it shrink?)");
-    done += static_cast<uint64_t>(n);
-  }
-  return Status::OK();
-}
-
 // Copies the tail [from, from + len) (less than a block): read from the source file
 // (buffered) or device, written to the destination file (buffered, exact bytes) or device
 // (the last block padded with zeros).
