@@ -19,6 +19,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/progress.h"
@@ -257,16 +258,22 @@ int RunCopy(const CopyArgs& a) {
   if (!st.ok()) return fail(ExitWithStatus(prefix, st));
   const double secs = static_cast<double>(NowNs() - t0) / 1e9;
   const double mbps = secs > 0 ? static_cast<double>(bytes) / secs / 1e6 : 0;
+  // A RAID side's member I/O and CPU (parity vs the rest), as `folio raid` sync commands show.
+  std::vector<std::pair<std::string, RaidStats>> raids;
+  if (RaidDevice* r = AsRaid(src->get())) raids.emplace_back("src", r->raid_stats());
+  if (RaidDevice* r = AsRaid(dst->get())) raids.emplace_back("dst", r->raid_stats());
   std::string out;
   if (a.json) {
     Json j{{"src", a.src}, {"dst", a.dst}, {"bytes", bytes}, {"seconds", secs},
            {"mb_per_s", mbps}};
+    for (const auto& [side, stats] : raids) j[side + "_raid_io"] = IoSummaryJson(stats);
     out = j.dump(2) + "\n";
   } else {
     char line[256];
     std::snprintf(line, sizeof(line), "copied %s from %s to %s in %.2fs (%.1f MB/s)\n",
                   FormatBytes(bytes).c_str(), a.src.c_str(), a.dst.c_str(), secs, mbps);
     out = line;
+    for (const auto& [side, stats] : raids) out += side + " RAID I/O:\n" + IoSummaryText(stats);
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
   return std::fflush(stdout) == 0 ? kExitOk : RuntimeError(prefix, "stdout: write failed");

@@ -81,15 +81,30 @@ TEST(RaidCli, CreateCopyCheckFailReplace) {
   const std::string in = d.File("in"), out = d.File("out");
   WriteRandomFile(in, array_bytes, 42);
   const std::string spec = "raid:" + a + "," + b + "," + c;
-  o = RunCommand({"copy", in, spec});
+  o = RunCommand({"copy", "--json", in, spec});
   ASSERT_EQ(o.code, 0) << o.err;
+  // The RAID side's member I/O: every data byte written once to some member, parity besides.
+  const nlohmann::json io = o.json()["dst_raid_io"];
+  ASSERT_EQ(io["members"].size(), 3u);
+  uint64_t written_kib = 0;
+  for (const auto& m : io["members"]) written_kib += m["write_kib"].get<uint64_t>();
+  EXPECT_GE(written_kib, array_bytes / 1024 * 3 / 2);
+  EXPECT_GT(io["full_stripe_writes"].get<uint64_t>(), 0u);
+  EXPECT_GT(io["parity_seconds"].get<double>(), 0);
+  EXPECT_GE(io["cpu_seconds"].get<double>(), io["parity_seconds"].get<double>());
   o = RunCommand({"copy", spec, "file:" + out});
   ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("src RAID I/O:"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("Reads Completed:"), std::string::npos) << o.out;
   EXPECT_EQ(ReadFile(out), ReadFile(in));
 
   o = RunCommand({"raid", "check", "--json", a, b, c});
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_EQ(o.json()["mismatches"], 0);
+  EXPECT_EQ(o.json()["io"]["members"].size(), 3u);
+  o = RunCommand({"raid", "check", a, b, c});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("parity,"), std::string::npos) << o.out;
   // Bytes flipped on a member: check finds them (and still exits 0), repair fixes them.
   PatchFile(b, (1 << 20) + 100, "garbage");
   o = RunCommand({"raid", "check", "--json", a, b, c});

@@ -318,14 +318,16 @@ int RunSync(const RaidArgs& a, RaidSyncAction action) {
   auto report = RunSyncWithProgress(arr->raid.get(), action, *options, a.json);
   if (!report.ok()) return ExitWithStatus(prefix, report.status());
   const RaidStatus st = arr->raid->Describe();
+  const RaidStats io = arr->raid->raid_stats();
   Status stop = arr->raid->Stop();
   if (!stop.ok()) return ExitWithStatus(prefix, stop);
   if (a.json) {
     Json j = SyncReportJson(*report);
     j["status"] = StatusJson(st);
+    j["io"] = IoSummaryJson(io);
     return Print(j.dump(2) + "\n");
   }
-  return Print(SyncReportText(*report, st.member_count) + StatusText(st));
+  return Print(SyncReportText(*report, st.member_count) + StatusText(st) + IoSummaryText(io));
 }
 
 std::string AbsolutePath(const std::string& p) {

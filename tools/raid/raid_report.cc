@@ -195,6 +195,37 @@ std::string MemberSummaryText(const RaidMemberStats& m) {
   return out;
 }
 
+std::string IoSummaryText(const RaidStats& s) {
+  std::string out;
+  for (const RaidMemberStats& m : s.members) out += MemberSummaryText(m);
+  out += Printf("stripe writes: %" PRIu64 " full, %" PRIu64 " read-modify-write, %" PRIu64
+                " reconstruct-write, %" PRIu64 " degraded; degraded reads %" PRIu64
+                ", read errors corrected %" PRIu64 "\n",
+                s.full_stripe_writes, s.rmw_writes, s.rcw_writes, s.degraded_writes,
+                s.degraded_reads, s.read_errors_corrected);
+  const double cpu = static_cast<double>(s.cpu_ns) / 1e9;
+  const double parity = static_cast<double>(s.parity_ns) / 1e9;
+  out += Printf("cpu: %.3fs in the RAID I/O path: %.3fs parity, %.3fs the rest\n", cpu, parity,
+                std::max(0.0, cpu - parity));
+  return out;
+}
+
+Json IoSummaryJson(const RaidStats& s) {
+  Json members = Json::array();
+  for (const RaidMemberStats& m : s.members) members.push_back(MemberSummaryJson(m));
+  Json j;
+  j["members"] = std::move(members);
+  j["full_stripe_writes"] = s.full_stripe_writes;
+  j["rmw_writes"] = s.rmw_writes;
+  j["rcw_writes"] = s.rcw_writes;
+  j["degraded_writes"] = s.degraded_writes;
+  j["degraded_reads"] = s.degraded_reads;
+  j["read_errors_corrected"] = s.read_errors_corrected;
+  j["cpu_seconds"] = static_cast<double>(s.cpu_ns) / 1e9;
+  j["parity_seconds"] = static_cast<double>(s.parity_ns) / 1e9;
+  return j;
+}
+
 Json MemberSummaryJson(const RaidMemberStats& m) {
   const DeviceStatsSnapshot& s = m.io;
   Json j;

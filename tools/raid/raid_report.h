@@ -30,6 +30,11 @@ Json SyncReportJson(const RaidSyncReport& r);
 std::string MemberSummaryText(const RaidMemberStats& m);
 Json MemberSummaryJson(const RaidMemberStats& m);
 
+// The array's I/O since it was opened: every member's "Total" block, the stripe write modes,
+// and the CPU seconds of the I/O path with parity's share.
+std::string IoSummaryText(const RaidStats& s);
+Json IoSummaryJson(const RaidStats& s);
+
 // "dynamic" or a size ("16K").
 std::string UnitName(uint64_t unit_bytes);
 
