@@ -21,12 +21,14 @@
 # /proc/PID/stat), and ratios to the raw file and to passthrough_ll.
 #
 # Usage: bench/real-fio.sh [--folio PATH] [--jobfile FILE] [--cache SIZE] [--runtime SECONDS]
-#                          [--dir DIR] [--json FILE]
+#                          [--repeat N] [--dir DIR] [--json FILE]
 #   --folio    the folio binary (default build/release/folio; `make release` builds it)
 #   --jobfile  fio job file (default bench/seed-large-folio.fio, written for --cache 1G); the
 #              data file is as large as its largest job's size
 #   --cache    Folio's page cache memory (default 1G)
 #   --runtime  seconds per timed job, replacing the job file's runtime (default: the file's)
+#   --repeat   runs of every job on every target (default 1); the table shows the run with
+#              the median IOPS (FUSE round trips swing 2x with thread placement on this VM)
 #   --dir      where the temporary directory goes (default $TMPDIR or /tmp)
 #   --json     also write every result as JSON
 # Needs root (or FUSE permissions), fio, python3, cc and libfuse3-dev. Bounded: 5 targets x
@@ -40,6 +42,7 @@ FOLIO=$ROOT/build/release/folio
 JOBFILE=$ROOT/bench/seed-large-folio.fio
 CACHE=1G
 RUNTIME=""
+REPEAT=1
 DIR=${TMPDIR:-/tmp}
 JSON_OUT=""
 while [ $# -gt 0 ]; do
@@ -48,6 +51,7 @@ while [ $# -gt 0 ]; do
     --jobfile) JOBFILE=$2; shift 2 ;;
     --cache) CACHE=$2; shift 2 ;;
     --runtime) RUNTIME=$2; shift 2 ;;
+    --repeat) REPEAT=$2; shift 2 ;;
     --dir) DIR=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
@@ -65,6 +69,8 @@ EXAMPLES=/usr/share/doc/libfuse3-dev/examples
 [ -f "$EXAMPLES/passthrough_ll.c" ] || die "$EXAMPLES/passthrough_ll.c: install libfuse3-dev"
 [ -z "$RUNTIME" ] || { [[ "$RUNTIME" =~ ^[0-9]+$ ]] && [ "$RUNTIME" -ge 1 ] && [ "$RUNTIME" -le 60 ]; } ||
   die "--runtime $RUNTIME: give 1 to 60 seconds"
+[[ "$REPEAT" =~ ^[0-9]+$ ]] && [ "$REPEAT" -ge 1 ] && [ "$REPEAT" -le 9 ] ||
+  die "--repeat $REPEAT: give 1 to 9 runs"
 [ -f "$JOBFILE" ] || die "--jobfile $JOBFILE: no such file"
 [[ "$CACHE" =~ ^[0-9]+[kKmMgG]?$ ]] || die "--cache $CACHE: use e.g. 512M or 1G"
 
@@ -140,20 +146,22 @@ wait_mounted() {
 RESULTS=$W/results.tsv
 : >"$RESULTS"
 
-# run_target NAME FILE: every job section on FILE; one results line per job.
+# run_target NAME FILE: every job section on FILE, REPEAT times; one results line per run.
 # --invalidate=0: fio's default drops the file's kernel page cache before every job, which
 # would make the raw-file target read the disk while every other target reads a warm cache.
 run_target() {
   local name=$1 file=$2
   echo "real-fio: $name: \$ fio --section=JOB --filename=$file --invalidate=0 --output-format=json $JOBS_RUN"
   for job in "${SECTIONS[@]}"; do
-    local out=$W/$name-$job.json
-    local before after
-    before=$(cpu_ticks "$SERVER_PID")
-    fio --section="$job" --filename="$file" --invalidate=0 --output-format=json \
-      --output="$out" "$JOBS_RUN"
-    after=$(cpu_ticks "$SERVER_PID")
-    printf '%s\t%s\t%s\t%s\n' "$name" "$job" "$out" "$((after - before))" >>"$RESULTS"
+    for run in $(seq 1 "$REPEAT"); do
+      local out=$W/$name-$job-$run.json
+      local before after
+      before=$(cpu_ticks "$SERVER_PID")
+      fio --section="$job" --filename="$file" --invalidate=0 --output-format=json \
+        --output="$out" "$JOBS_RUN"
+      after=$(cpu_ticks "$SERVER_PID")
+      printf '%s\t%s\t%s\t%s\n' "$name" "$job" "$out" "$((after - before))" >>"$RESULTS"
+    done
     echo "real-fio: $name: $job done"
   done
 }
@@ -185,12 +193,12 @@ for policy in 4k fixed:64k dynamic; do
   SERVER_PID=""
 done
 
-python3 - "$RESULTS" "$(getconf CLK_TCK)" "$JSON_OUT" "$W" "$CACHE" "$JOBFILE" \
+python3 - "$RESULTS" "$(getconf CLK_TCK)" "$JSON_OUT" "$W" "$CACHE" "$JOBFILE" "$REPEAT" \
   "${SECTIONS[@]}" <<'EOF'
 import json, sys
 
-results_path, clk_tck, json_out, work, cache, jobfile = sys.argv[1:7]
-jobs = sys.argv[7:]
+results_path, clk_tck, json_out, work, cache, jobfile, repeat = sys.argv[1:8]
+jobs = sys.argv[8:]
 clk_tck = float(clk_tck)
 rows = []
 for line in open(results_path):
@@ -212,6 +220,18 @@ for line in open(results_path):
         "error": j["error"],
     })
 
+# Repeated runs: keep the run with the median IOPS of each (target, job), with every run's
+# IOPS alongside.
+runs = {}
+for r in rows:
+    runs.setdefault((r["target"], r["job"]), []).append(r)
+rows = []
+for (target, job), rs in runs.items():
+    rs.sort(key=lambda r: r["iops"])
+    median = dict(rs[(len(rs) - 1) // 2])
+    median["runs_iops"] = [r["iops"] for r in rs]
+    rows.append(median)
+
 def find(target, job):
     for r in rows:
         if r["target"] == target and r["job"] == job:
@@ -219,7 +239,8 @@ def find(target, job):
     return None
 
 print()
-print(f"real fio, job file {jobfile} (+ 1m-seqread), Folio cache {cache}")
+print(f"real fio, job file {jobfile} (+ 1m-seqread), Folio cache {cache}" +
+      (f"; median of {repeat} runs" if int(repeat) > 1 else ""))
 w = max(len(j) for j in jobs)
 hdr = (f"{'job':<{w}} {'target':<16} {'IOPS':>9} {'MiB/s':>8} {'p50 us':>8} {'p99 us':>8} "
        f"{'CPU s/GiB':>9} {'vs raw':>7} {'vs pll':>7}")
@@ -255,6 +276,7 @@ print("CPU s/GiB = (fio's user+system CPU + the FUSE server's, from /proc/PID/st
 print("kernel threads (writeback) are not counted. 'vs' columns are IOPS ratios.")
 if json_out:
     with open(json_out, "w") as f:
-        json.dump({"jobfile": jobfile, "cache": cache, "results": rows}, f, indent=2)
+        json.dump({"jobfile": jobfile, "cache": cache, "repeat": int(repeat), "results": rows},
+                  f, indent=2)
     print(f"JSON written to {json_out}")
 EOF
