@@ -309,6 +309,9 @@ if [ "$HAVE_RAID" -eq 1 ]; then
     ok "RAID 5 export mounted"
     check "RAID 5: fio verify psync" fio_verify "$V/m0" psync 0 48M
     check "RAID 5: fio verify io_uring" fio_verify "$V/m0" io_uring 64M 48M
+    check ".stats: RAID member I/O and a stripe cache of arena folios" \
+      test "$(raid_field "$V" "len(r['io']['members']) == 3 and r['io']['stripe_cache_in_arena']
+            and r['io']['members'][0]['write_kib'] > 0")" = True
     check "RAID 5: ext4 over the export" ext4_round_trip "$V/m0" /usr/share/doc/fio
 
     echo "== RAID 5: a member fails during the copy"

@@ -96,22 +96,7 @@ Status RaidRunner::Replace(const std::string& old_member, const std::string& new
 
 nlohmann::ordered_json RaidRunner::StatsJson() const {
   Json j = StatusJson(raid_->Describe());
-  const RaidStats rs = raid_->raid_stats();
-  Json members = Json::array();
-  for (const RaidMemberStats& m : rs.members) members.push_back(MemberSummaryJson(m));
-  j["member_io"] = std::move(members);
-  j["full_stripe_writes"] = rs.full_stripe_writes;
-  j["rmw_writes"] = rs.rmw_writes;
-  j["rcw_writes"] = rs.rcw_writes;
-  j["degraded_reads"] = rs.degraded_reads;
-  j["degraded_writes"] = rs.degraded_writes;
-  j["read_errors_corrected"] = rs.read_errors_corrected;
-  j["bitmap_writes"] = rs.bitmap_writes;
-  j["stripe_cache_waits"] = rs.stripe_cache_waits;
-  j["stripe_cache_in_arena"] = rs.stripe_cache_in_arena;
-  j["stripe_buffers_from_heap"] = rs.stripe_buffers_from_heap;
-  j["parity_seconds"] = static_cast<double>(rs.parity_ns) / 1e9;
-  j["cpu_seconds"] = static_cast<double>(rs.cpu_ns) / 1e9;
+  j["io"] = IoSummaryJson(raid_->raid_stats());
   j["background_sync_running"] = running_.load();
   std::lock_guard<std::mutex> lock(mu_);
   j["background_syncs_completed"] = syncs_completed_;

@@ -221,6 +221,10 @@ Json IoSummaryJson(const RaidStats& s) {
   j["degraded_writes"] = s.degraded_writes;
   j["degraded_reads"] = s.degraded_reads;
   j["read_errors_corrected"] = s.read_errors_corrected;
+  j["bitmap_writes"] = s.bitmap_writes;
+  j["stripe_cache_waits"] = s.stripe_cache_waits;
+  j["stripe_cache_in_arena"] = s.stripe_cache_in_arena;
+  j["stripe_buffers_from_heap"] = s.stripe_buffers_from_heap;
   j["cpu_seconds"] = static_cast<double>(s.cpu_ns) / 1e9;
   j["parity_seconds"] = static_cast<double>(s.parity_ns) / 1e9;
   return j;
