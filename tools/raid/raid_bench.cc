@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "base/units.h"
+#include "bench/datafile.h"
 #include "cli_util.h"
 #include "folio/arena.h"
 #include "folio/fault_device.h"
@@ -44,6 +46,14 @@ struct ResyncBenchArgs {
   bool json = false;
   bool buffered = false;
 };
+
+// Set by SIGINT / SIGTERM while the bench runs (bench::StopSignal): every phase stops at its
+// next request or checkpoint, and the member files are removed on the way out.
+const std::atomic<bool>* g_stop = nullptr;
+
+bool Stopped() { return g_stop != nullptr && g_stop->load(); }
+
+Status Interrupted() { return Status::Again("interrupted"); }
 
 struct Free {
   void operator()(char* p) const { std::free(p); }
@@ -84,6 +94,7 @@ Result<double> Sequential(BlockDevice* dev, IoOp op, uint64_t offset, uint64_t b
   const uint64_t t0 = NowNs();
   uint64_t next = offset, end = offset + bytes, in_flight = 0, counter = seed;
   while (next < end || in_flight > 0) {
+    if (Stopped()) next = end;  // drain what is in flight, then report the interruption
     std::vector<IoRequest*> batch;
     for (auto& s : slots) {
       if (!s->io.completed.load()) continue;
@@ -106,6 +117,7 @@ Result<double> Sequential(BlockDevice* dev, IoOp op, uint64_t offset, uint64_t b
       if (!polled.ok()) return polled.status();
     }
   }
+  if (Stopped()) return Interrupted();
   if (op == IoOp::kWrite) FOLIO_RETURN_IF_ERROR(dev->Flush());
   return static_cast<double>(NowNs() - t0) / 1e9;
 }
@@ -205,7 +217,10 @@ class Bench {
   Status Run() {
     FOLIO_RETURN_IF_ERROR(MeasureMember());
     FOLIO_RETURN_IF_ERROR(MeasureArrayIo());
-    for (uint64_t unit : units_) FOLIO_RETURN_IF_ERROR(MeasureResync(unit));
+    for (uint64_t unit : units_) {
+      FOLIO_RETURN_IF_ERROR(MeasureResync(unit));
+      if (Stopped()) return Interrupted();
+    }
     return Status::OK();
   }
 
@@ -268,6 +283,7 @@ class Bench {
     RaidSyncOptions so;
     so.window_bytes = window_;
     so.speed_limit_min_kib = 0;
+    so.cancel = g_stop;
     FOLIO_ASSIGN_OR_RETURN(RaidSyncReport rep, raid->Sync(RaidSyncAction::kResync, so));
     Json r;
     r["unit"] = UnitName(unit);
@@ -394,10 +410,19 @@ int RunResyncBench(const ResyncBenchArgs& a) {
       std::filesystem::remove_all(dir, ec);
     }
   } cleanup{tmpl};
+  bench::StopSignal stop;
+  g_stop = stop.flag();
+  struct ClearStop {
+    ~ClearStop() { g_stop = nullptr; }
+  } clear_stop;
   Bench bench(a, tmpl);
   Status st = bench.Setup();
   if (!st.ok()) return ExitWithStatus(prefix, st);
   st = bench.Run();
+  if (Stopped()) {
+    PrintError(prefix, "interrupted; temporary files removed");
+    return 130;  // 128 + SIGINT, as `folio bench` exits when interrupted
+  }
   if (!st.ok()) return ExitWithStatus(prefix, st);
   const std::string out = a.json ? bench.ToJson().dump(2) + "\n" : bench.ToText();
   std::fwrite(out.data(), 1, out.size(), stdout);
