@@ -28,6 +28,20 @@ SlotHealth HealthOf(SlotState s) {
 
 }  // namespace
 
+std::vector<SlotInit> SlotsFromPlan(const AssemblyPlan& plan, std::vector<RaidMember>& members) {
+  std::vector<SlotInit> slots(plan.reference.member_count);
+  for (uint32_t s = 0; s < slots.size(); ++s) {
+    const int m = plan.slot_member[s];
+    if (m < 0) continue;
+    slots[s].name = members[m].name;
+    slots[s].device = std::move(members[m].device);
+  }
+  for (const MemberDecision& d : plan.members) {
+    if (d.slot >= 0 && slots[d.slot].name.empty()) slots[d.slot].name = d.name;
+  }
+  return slots;
+}
+
 ArrayMeta::ArrayMeta(const Superblock& sb, std::vector<SlotInit> slots)
     : member_count_(sb.member_count),
       data_offset_(sb.data_offset_bytes),

@@ -37,6 +37,11 @@ struct SlotInit {
   std::unique_ptr<BlockDevice> device;   // null when the slot has no member
 };
 
+// The slot table of an assembly plan: each slot gets its member's name and device (moved out
+// of `members`); a slot whose member is stale keeps that member's name (for status) and no
+// device.
+std::vector<SlotInit> SlotsFromPlan(const AssemblyPlan& plan, std::vector<RaidMember>& members);
+
 class ArrayMeta {
  public:
   // REQUIRES: slots.size() == sb.member_count.

@@ -209,17 +209,7 @@ Result<std::unique_ptr<RaidDevice>> AssembleImpl(std::vector<RaidMember> members
                          StripeGeometry::Create({sb.level, sb.layout, sb.member_count,
                                                  sb.chunk_bytes, sb.member_data_bytes}));
   FOLIO_ASSIGN_OR_RETURN(uint64_t unit, RuntimeUnit(options, sb.unit_bytes, sb.chunk_bytes));
-  std::vector<SlotInit> slots(sb.member_count);
-  for (uint32_t s = 0; s < sb.member_count; ++s) {
-    const int m = plan.slot_member[s];
-    if (m < 0) continue;
-    slots[s].name = members[m].name;
-    slots[s].device = std::move(members[m].device);
-  }
-  // Slots whose name is known from a stale member keep it for status.
-  for (const MemberDecision& d : plan.members) {
-    if (d.slot >= 0 && slots[d.slot].name.empty()) slots[d.slot].name = d.name;
-  }
+  std::vector<SlotInit> slots = SlotsFromPlan(plan, members);
   // The running array's slot table has the slots without a member failed (ArrayMeta's
   // invariant 1); it reaches the disk with the first update (below).
   Superblock running = sb;

@@ -225,16 +225,7 @@ Result<RaidStatus> RaidDevice::Inspect(std::vector<RaidMember> members) {
   }
   FOLIO_ASSIGN_OR_RETURN(AssemblyPlan plan, DecideAssembly(headers));
   const Superblock& sb = plan.reference;
-  std::vector<SlotInit> slots(sb.member_count);
-  for (uint32_t s = 0; s < sb.member_count; ++s) {
-    const int m = plan.slot_member[s];
-    if (m < 0) continue;
-    slots[s].name = members[m].name;
-    slots[s].device = std::move(members[m].device);
-  }
-  for (const MemberDecision& d : plan.members) {
-    if (d.slot >= 0 && slots[d.slot].name.empty()) slots[d.slot].name = d.name;
-  }
+  std::vector<SlotInit> slots = SlotsFromPlan(plan, members);
   // Only read: the ArrayMeta is built to derive health as Assemble does, never updated.
   const ArrayMeta meta(sb, std::move(slots));
   std::unique_ptr<WriteIntentBitmap> bitmap;
