@@ -1,0 +1,182 @@
+#include "fs/store/store_files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace folio::store {
+namespace {
+
+Status FsyncPath(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "open " + path);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return Status::FromErrno(err, "fsync " + path);
+  return Status::OK();
+}
+
+std::string Parent(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+Status MakeDirs(const std::string& top, const std::string& dir) {
+  // Collect the missing directories from dir upwards, stopping at top (or at one that exists).
+  std::vector<std::string> missing;
+  std::string cur = dir;
+  while (true) {
+    struct stat st;
+    if (::stat(cur.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument(cur + ": not a directory");
+      break;
+    }
+    if (errno != ENOENT) return Status::FromErrno(errno, "stat " + cur);
+    if (!top.empty() && cur == top) return Status::NotFound(top + ": no such directory");
+    missing.push_back(cur);
+    std::string up = Parent(cur);
+    if (up == cur) break;
+    cur = up;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0755) != 0 && errno != EEXIST) {
+      return Status::FromErrno(errno, "mkdir " + *it);
+    }
+    FOLIO_RETURN_IF_ERROR(FsyncPath(Parent(*it)));
+  }
+  return Status::OK();
+}
+
+namespace {
+
+Status WriteAll(int fd, std::string_view data, const std::string& path) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, "write " + path);
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status WriteFileDurably(const std::string& top, const std::string& dir, const std::string& temp,
+                        const std::string& final_path, std::string_view data) {
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == ENOENT) {
+    FOLIO_RETURN_IF_ERROR(MakeDirs(top, dir));
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  }
+  if (fd < 0) return Status::FromErrno(errno, "create " + temp);
+  Status s = WriteAll(fd, data, temp);
+  if (s.ok() && ::fsync(fd) != 0) s = Status::FromErrno(errno, "fsync " + temp);
+  if (::close(fd) != 0 && s.ok()) s = Status::FromErrno(errno, "close " + temp);
+  if (s.ok() && ::rename(temp.c_str(), final_path.c_str()) != 0) {
+    s = Status::FromErrno(errno, "rename " + temp);
+  }
+  if (!s.ok()) {
+    ::unlink(temp.c_str());
+    return s;
+  }
+  return FsyncPath(dir);
+}
+
+Result<uint64_t> PreadFull(int fd, char* buf, uint64_t length, uint64_t offset,
+                           std::string_view path) {
+  uint64_t done = 0;
+  while (done < length) {
+    ssize_t n = ::pread(fd, buf + done, length - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, fmt::format("read {}", path));
+    }
+    if (n == 0) break;
+    done += static_cast<uint64_t>(n);
+  }
+  return done;
+}
+
+Status WalkObjectTree(const std::string& base, const std::string& top,
+                      const std::function<void(std::string_view, uint64_t)>& fn) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path root = fs::path(base) / top;
+  if (!fs::exists(root, ec)) return Status::OK();
+  fs::recursive_directory_iterator it(root, ec), end;
+  if (ec) return Status::IOError(fmt::format("list {}: {}", root.string(), ec.message()));
+  const size_t base_len = base.size() + 1;
+  for (; it != end; it.increment(ec)) {
+    if (ec) return Status::IOError(fmt::format("list {}: {}", root.string(), ec.message()));
+    if (!it->is_regular_file(ec)) continue;
+    uint64_t size = it->file_size(ec);
+    if (ec) continue;  // removed while listing
+    std::string path = it->path().string();
+    fn(std::string_view(path).substr(base_len), size);
+  }
+  return Status::OK();
+}
+
+Status RemoveTree(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (ec) return Status::IOError(fmt::format("remove {}: {}", path, ec.message()));
+  return Status::OK();
+}
+
+Status WriteDirDescriptor(const std::string& base, std::string_view prefix) {
+  nlohmann::json j = {{"format", kDirStoreFormat},
+                      {"version", kDirStoreVersion},
+                      {"prefix", std::string(prefix)}};
+  std::string text = j.dump(2) + "\n";
+  std::string final_path = base + "/" + kDirStoreDescriptor;
+  return WriteFileDurably(base, base, final_path + ".tmp", final_path, text);
+}
+
+Status CheckDirDescriptor(const std::string& root, std::string_view prefix) {
+  std::string path = root + "/" + std::string(prefix) + "/" + kDirStoreDescriptor;
+  std::ifstream in(path);
+  if (!in) {
+    return Status::NotFound(fmt::format(
+        "dir:{}: no Folio store of volume '{}' here ({} is missing); format the volume first",
+        root, prefix, path));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || j.value("format", "") != kDirStoreFormat ||
+      !j.contains("version") || !j["version"].is_number_integer()) {
+    return Status::Corruption(fmt::format("{}: not a Folio dir store descriptor", path));
+  }
+  int version = j["version"].get<int>();
+  if (version > kDirStoreVersion) {
+    return Status::NotSupported(fmt::format(
+        "{}: store format version {} is newer than this Folio's {}; use a newer folio", path,
+        version, kDirStoreVersion));
+  }
+  if (j.value("prefix", "") != prefix) {
+    return Status::Corruption(fmt::format("{}: belongs to volume '{}', not '{}'", path,
+                                          j.value("prefix", ""), prefix));
+  }
+  return Status::OK();
+}
+
+}  // namespace folio::store

@@ -1,0 +1,51 @@
+// File-system helpers of the dir: store: durable atomic file writes, full preads, directory
+// creation with fsync, the walk that lists objects, and the store descriptor (store.json).
+//
+// Thread safety: pure functions over the file system (safe from any thread; concurrent puts
+// of different objects in one directory are fine).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "folio/status.h"
+
+namespace folio::store {
+
+inline constexpr const char* kDirStoreDescriptor = "store.json";
+inline constexpr const char* kDirStoreFormat = "folio-dir-store";
+inline constexpr int kDirStoreVersion = 1;
+
+// Creates every missing directory down to `dir`, fsyncing each new directory's parent so the
+// new entry is durable. With a non-empty `top`, `dir` must be `top` or below it and `top`
+// must exist (NotFound otherwise: a put never recreates a removed store); with an empty
+// `top`, missing parents are created up to the root.
+Status MakeDirs(const std::string& top, const std::string& dir);
+
+// Writes data to `temp` (in `dir`), fsyncs it, renames it to `final_path` and fsyncs `dir`.
+// Creates `dir` (below `top`) when missing. On error the temp file is removed.
+Status WriteFileDurably(const std::string& top, const std::string& dir, const std::string& temp,
+                        const std::string& final_path, std::string_view data);
+
+// Reads up to length bytes at offset, retrying short reads; returns the bytes read (less than
+// length only at end of file).
+Result<uint64_t> PreadFull(int fd, char* buf, uint64_t length, uint64_t offset,
+                           std::string_view path);
+
+// Calls fn(relative name, size) for every regular file below base/top ("chunks/0/1/5_0_4096"),
+// names relative to base. A missing base/top is an empty tree.
+Status WalkObjectTree(const std::string& base, const std::string& top,
+                      const std::function<void(std::string_view, uint64_t)>& fn);
+
+// Removes a tree (a missing one is fine).
+Status RemoveTree(const std::string& path);
+
+// base/store.json for prefix, written durably.
+Status WriteDirDescriptor(const std::string& base, std::string_view prefix);
+// Checks root/prefix/store.json: NotFound when missing, Corruption when unreadable or foreign,
+// NotSupported for a newer version.
+Status CheckDirDescriptor(const std::string& root, std::string_view prefix);
+
+}  // namespace folio::store

@@ -1,0 +1,44 @@
+// Opening and formatting a block store from its URL:
+//
+//   dir:PATH    a directory tree (dir_store.h)
+//
+// The store library does not parse device specs: the caller (the CLI) passes a DeviceOpenFn
+// that opens one, so this layer depends on no tool code.
+//
+// Thread safety: pure functions; the returned store is thread-safe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "folio/block_device.h"
+#include "fs/store/block_store.h"
+#include "fs/store/dir_store.h"
+
+namespace folio::store {
+
+// Opens a device spec for a device-backed store.
+using DeviceOpenFn =
+    std::function<Result<std::unique_ptr<BlockDevice>>(std::string_view device_spec)>;
+
+struct StoreUrl {
+  enum class Kind { kDir };
+  Kind kind = Kind::kDir;
+  std::string target;  // dir: the path
+};
+
+// Errors: InvalidArgument naming the URL and the accepted forms.
+Result<StoreUrl> ParseStoreUrl(std::string_view url);
+
+// Formats the store a URL names for volume prefix `prefix` (dir: FormatDirStore).
+Status FormatBlockStore(std::string_view url, std::string_view prefix,
+                        const FormatOptions& format, const DeviceOpenFn& open_device);
+
+// Opens the store a URL names (options.prefix selects the volume).
+Result<std::unique_ptr<BlockStore>> OpenBlockStore(std::string_view url,
+                                                   const StoreOptions& options,
+                                                   const DeviceOpenFn& open_device);
+
+}  // namespace folio::store
