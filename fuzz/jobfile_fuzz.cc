@@ -28,6 +28,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FOLIO_CHECK(j.numjobs >= 1 && j.numjobs <= folio::bench::kNumjobsMax);
     FOLIO_CHECK(j.rwmixread <= 100);
     FOLIO_CHECK(!j.time_based || j.runtime_us != 0);
+    FOLIO_CHECK(j.loops >= 1 && j.loops <= folio::bench::kLoopsMax);
+    FOLIO_CHECK(j.startdelay_us <= j.startdelay_max_us);
+    FOLIO_CHECK(j.offset_percent <= 100);
+    FOLIO_CHECK(j.offset_percent == 0 || j.offset_bytes == 0);
+    FOLIO_CHECK(j.dist_center == -1 || (j.dist_center >= 0 && j.dist_center <= 1));
+    FOLIO_CHECK(j.random_distribution != folio::bench::RandomDist::kPareto ||
+                (j.dist_param > 0 && j.dist_param < 1));
+    FOLIO_CHECK(j.random_distribution != folio::bench::RandomDist::kZipf ||
+                (j.dist_param > 0 && j.dist_param != 1));
   }
   std::string canonical = folio::bench::JobFileToString(*first);
   folio::Result<JobFile> second = folio::bench::ParseJobFile(canonical, "fuzz.fio");

@@ -2,6 +2,7 @@
 // doctor's JSON, tiny bench runs through every engine, and bench --device on mem:, file: and
 // raid: devices (when the binary has the RAID commands).
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -175,7 +176,7 @@ TEST_F(CliTest, TinyBenchRunsEveryEngine) {
   ASSERT_EQ(o.exit_code, 0) << o.err;
   nlohmann::json j = nlohmann::json::parse(o.out);
   EXPECT_EQ(j["fio version"], "folio-0.1.0");
-  ASSERT_EQ(j["jobs"].size(), 8u) << "2 jobs x 4 engines";
+  ASSERT_EQ(j["jobs"].size(), 10u) << "2 jobs x 5 engines";
   std::vector<std::string> engines;
   for (const auto& run : j["jobs"]) {
     const std::string dir = run["jobname"] == "rr" ? "read" : "write";
@@ -184,10 +185,28 @@ TEST_F(CliTest, TinyBenchRunsEveryEngine) {
     EXPECT_GT(run[dir]["io_bytes"].get<uint64_t>(), 0u);
     EXPECT_TRUE(run[dir]["clat_ns"]["percentile"].contains("99.000000"));
     EXPECT_EQ(run["seed"].get<uint64_t>(), run["jobname"] == "rr" ? 42u : 43u);
-    EXPECT_EQ(run.contains("folio"), run["engine"] != "kernel");
-    if (run["jobname"] == "rr") engines.push_back(run["engine"]);
+    const std::string engine = run["engine"];
+    EXPECT_EQ(run.contains("folio"), engine.starts_with("folio:"));
+    if (engine == "limit") {
+      EXPECT_EQ(run["memory"]["kind"], "buffer");
+      EXPECT_EQ(run["memory"]["limit_bytes"].get<uint64_t>(), 8u << 20);
+      EXPECT_FALSE(run.contains("hit_ratio"));
+    } else if (engine == "kernel") {
+      const std::string kind = run["memory"]["kind"];
+      EXPECT_TRUE(kind == "cgroup v1" || kind == "cgroup v2" || kind == "machine") << kind;
+    } else {
+      EXPECT_EQ(run["memory"]["kind"], "cache");
+      EXPECT_EQ(run["memory"]["limit_bytes"].get<uint64_t>(), 64u << 20);
+    }
+    // The read job's cache engines measure a hit ratio (pre_read: the 8M file fits).
+    if (run["jobname"] == "rr" && engine != "limit") {
+      ASSERT_TRUE(run.contains("hit_ratio"));
+      EXPECT_GE(run["hit_ratio"].get<double>(), 0.0);
+      EXPECT_LE(run["hit_ratio"].get<double>(), 1.0);
+    }
+    if (run["jobname"] == "rr") engines.push_back(engine);
   }
-  EXPECT_EQ(engines, (std::vector<std::string>{"kernel", "folio:4k", "folio:fixed:64k",
+  EXPECT_EQ(engines, (std::vector<std::string>{"limit", "kernel", "folio:4k", "folio:fixed:64k",
                                                "folio:dynamic"}));
   const std::string svg = Slurp(plot);
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
@@ -207,7 +226,114 @@ TEST_F(CliTest, TinyDirectBenchAndTable) {
   EXPECT_NE(o.out.find("folio:dynamic"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("vs kernel"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("Legend"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("O_DIRECT through io_uring, 8 in flight per thread"), std::string::npos)
+      << o.out;
   EXPECT_EQ(o.err, "") << "no progress line when stderr is not a TTY";
+  // The default engines: limit is skipped for direct=1 with a note; cached jobs show vs limit.
+  o = Run({"bench", "--cache", "64M", "--dir", dir_, "--engine", "limit,folio:4k", job});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("limit skipped"), std::string::npos) << o.out;
+  const std::string cached = WriteFile("cached.fio",
+                                       "[cr]\nsize=8M\nruntime=1\ntime_based\nrw=randread\n"
+                                       "bs=4k\npre_read=1\nrandom_distribution=zipf:1.1\n");
+  o = Run({"bench", "--cache", "64M", "--dir", dir_, "--engine", "limit,folio:4k", cached});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("vs limit"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("random_distribution=zipf:1.1"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("hit %"), std::string::npos) << o.out;
+}
+
+// The path of this process's memory cgroup's parent directory (where the bench makes its
+// child), or "" when there is no v1 memory mount or cgroup2.
+std::string MemoryCgroupHome() {
+  std::ifstream mounts("/proc/self/mounts");
+  std::string dev, dir, type, opts, rest, v1, v2;
+  while (mounts >> dev >> dir >> type >> opts) {
+    std::getline(mounts, rest);
+    if (type == "cgroup" && ("," + opts + ",").find(",memory,") != std::string::npos) v1 = dir;
+    if (type == "cgroup2") v2 = dir;
+  }
+  std::ifstream cg("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(cg, line)) {
+    const size_t a = line.find(':'), b = line.find(':', a + 1);
+    const std::string controllers = line.substr(a + 1, b - a - 1);
+    const std::string rel = line.substr(b + 1) == "/" ? "" : line.substr(b + 1);
+    if (!v1.empty() && ("," + controllers + ",").find(",memory,") != std::string::npos) {
+      return v1 + rel;
+    }
+    if (v1.empty() && !v2.empty() && line.rfind("0::", 0) == 0) return v2 + rel;
+  }
+  return "";
+}
+
+// Equal memory: the kernel engine runs in a memory cgroup capped at --cache (made, applied to
+// the page cache, and removed afterwards), or with --kernel-memory all without one.
+TEST_F(CliTest, BenchKernelRunsInAMemoryCgroup) {
+  if (geteuid() != 0) GTEST_SKIP() << "not root: creating a memory cgroup needs root";
+  // A 64M file read at random after pre_read, with 32M of memory: at most about half of it
+  // can stay cached, while all memory keeps all of it.
+  const std::string job = WriteFile("eq.fio", "[eq]\nsize=64M\nrw=randread\nbs=4k\n"
+                                              "pre_read=1\nruntime=1\ntime_based\n");
+  Outcome o = Run({"bench", "--cache", "32M", "--dir", dir_, "--engine", "kernel",
+                   "--output-format=json", job});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  nlohmann::json run = nlohmann::json::parse(o.out)["jobs"][0];
+  const std::string kind = run["memory"]["kind"];
+  if (kind == "machine") {
+    GTEST_SKIP() << "no memory cgroup here: " << run["memory"]["why"].get<std::string>();
+  }
+  EXPECT_TRUE(kind == "cgroup v1" || kind == "cgroup v2") << kind;
+  EXPECT_EQ(run["memory"]["limit_bytes"].get<uint64_t>(), 32u << 20);
+  const std::string cgroup = run["memory"]["cgroup"];
+  EXPECT_EQ(cgroup.substr(0, cgroup.rfind('/')), MemoryCgroupHome());
+  EXPECT_NE(cgroup.find("/folio-bench."), std::string::npos) << cgroup;
+  EXPECT_GT(run["memory"]["peak_bytes"].get<uint64_t>(), 8u << 20) << "the page cache was charged";
+  EXPECT_LE(run["memory"]["peak_bytes"].get<uint64_t>(), 32u << 20) << "and capped";
+  EXPECT_LT(run["hit_ratio"].get<double>(), 0.75) << "re-reads beyond 32M went to disk";
+  EXPECT_NE(access(cgroup.c_str(), F_OK), 0) << cgroup << " was not removed";
+
+  o = Run({"bench", "--cache", "32M", "--dir", dir_, "--engine", "kernel", "--kernel-memory",
+           "all", "--output-format=json", job});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  run = nlohmann::json::parse(o.out)["jobs"][0];
+  EXPECT_EQ(run["memory"]["kind"], "machine");
+  EXPECT_EQ(run["memory"]["why"], "--kernel-memory all");
+  EXPECT_GT(run["hit_ratio"].get<double>(), 0.8) << "all memory holds the whole file";
+
+  ExpectUsageError({"bench", "--kernel-memory", "lots", job},
+                   {"--kernel-memory lots: use cache (the default: --cache), all"});
+}
+
+// SIGINT in the middle of a kernel run: exit 130 and the cgroup is gone.
+TEST_F(CliTest, BenchRemovesItsCgroupOnSigint) {
+  if (geteuid() != 0) GTEST_SKIP() << "not root: creating a memory cgroup needs root";
+  const std::string home = MemoryCgroupHome();
+  if (home.empty()) GTEST_SKIP() << "no memory cgroup controller mounted";
+  const std::string job = WriteFile("long.fio", "[long]\nsize=16M\nrw=randread\nbs=4k\n"
+                                                "runtime=60\ntime_based\n");
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execl(FOLIO_BINARY, FOLIO_BINARY, "bench", "--cache", "32M", "--dir", dir_.c_str(),
+          "--engine", "kernel", job.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const std::string cgroup = home + "/folio-bench." + std::to_string(pid);
+  bool seen = false;
+  for (int i = 0; i < 300 && !seen; ++i) {  // up to 30 s for the 16M data file and the cgroup
+    seen = access(cgroup.c_str(), F_OK) == 0;
+    if (!seen) usleep(100000);
+  }
+  usleep(300000);
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(seen) << cgroup << " never appeared";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << status;
+  EXPECT_NE(access(cgroup.c_str(), F_OK), 0) << cgroup << " left behind";
 }
 
 }  // namespace
@@ -230,10 +356,11 @@ TEST_F(CliTest, BenchOnMemDevice) {
   EXPECT_EQ(j["device"]["bytes"].get<uint64_t>(), 64u << 20);
   EXPECT_EQ(j["device"]["skipped_engines"], nlohmann::json::array({"kernel"}))
       << "kernel leaves the default engines on a mem: device";
-  ASSERT_EQ(j["jobs"].size(), 6u) << "2 jobs x the 3 folio engines";
+  ASSERT_EQ(j["jobs"].size(), 7u) << "rr: limit and the 3 folio engines; dw (direct): the 3";
   for (const auto& run : j["jobs"]) {
     SCOPED_TRACE(run["jobname"].get<std::string>() + " " + run["engine"].get<std::string>());
     EXPECT_NE(run["engine"], "kernel");
+    if (run["engine"] == "limit") continue;  // memcpy: no device
     EXPECT_EQ(run["filename"], "mem:64M");
     EXPECT_EQ(run["device"], "mem:64M");
     const bool reads = run["jobname"] == "rr";
@@ -261,8 +388,8 @@ TEST_F(CliTest, BenchOnMemDevice) {
   o = Run({"bench", "--cache", "64M", "--device", "mem:16M", "--output-format=json", once});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   j = nlohmann::json::parse(o.out);
-  ASSERT_EQ(j["jobs"].size(), 3u);
-  EXPECT_EQ(j["jobs"][0]["read"]["io_bytes"].get<uint64_t>(), 16u << 20);
+  ASSERT_EQ(j["jobs"].size(), 4u);
+  EXPECT_EQ(j["jobs"][1]["read"]["io_bytes"].get<uint64_t>(), 16u << 20);
   o = Run({"bench", "--cache", "64M", "--device", "mem:16M", once});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.out.find("kernel skipped"), std::string::npos) << o.out;
@@ -279,8 +406,8 @@ TEST_F(CliTest, BenchOnFileDeviceLaysDownDataForReads) {
   ASSERT_EQ(o.exit_code, 0) << o.err;
   nlohmann::json j = nlohmann::json::parse(o.out);
   EXPECT_EQ(j["device"]["skipped_engines"].size(), 0u);
-  ASSERT_EQ(j["jobs"].size(), 4u) << "the kernel engine runs on a file: device";
-  EXPECT_EQ(j["jobs"][0]["engine"], "kernel");
+  ASSERT_EQ(j["jobs"].size(), 5u) << "the kernel engine runs on a file: device";
+  EXPECT_EQ(j["jobs"][1]["engine"], "kernel");
   for (const auto& run : j["jobs"]) {
     SCOPED_TRACE(run["engine"].get<std::string>());
     EXPECT_EQ(run["filename"], "file:" + dev);

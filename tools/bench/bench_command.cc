@@ -27,6 +27,7 @@ struct BenchArgs {
   std::string plot;
   std::string seed;
   std::string device;
+  std::string kernel_memory = "cache";
   bool engines_given = false;
   std::vector<std::string> jobfiles;
 };
@@ -61,7 +62,7 @@ Status DeviceConfig(const BenchArgs& args, bench::BenchConfig* config) {
   if (!kernel_path->empty()) return Status::OK();
   std::vector<bench::EngineSpec> kept;
   for (const bench::EngineSpec& e : config->engines) {
-    if (e.is_folio()) {
+    if (!e.uses_kernel_page_cache()) {
       kept.push_back(e);
       continue;
     }
@@ -103,6 +104,19 @@ Status BuildConfig(const BenchArgs& args, bench::BenchConfig* config) {
     config->cache_bytes = *cache;
   }
 
+  if (args.kernel_memory == "cache") {
+    config->kernel_memory_bytes = config->cache_bytes;
+  } else if (args.kernel_memory != "all") {
+    Result<uint64_t> bytes = ParseSize(args.kernel_memory, "--kernel-memory");
+    if (!bytes.ok() || *bytes < (16 << 20) || (memory != 0 && *bytes > memory)) {
+      return Status::InvalidArgument("--kernel-memory " + args.kernel_memory +
+                                     ": use cache (the default: --cache), all (the machine's "
+                                     "memory) or a size from 16M to the machine's " +
+                                     FormatSize(memory) + " (e.g. 1G)");
+    }
+    config->kernel_memory_bytes = *bytes;
+  }
+
   config->dir = args.dir.empty() ? DefaultDir() : args.dir;
   FOLIO_RETURN_IF_ERROR(CheckDirectoryFlag("--dir", config->dir, "$TMPDIR or /tmp"));
 
@@ -140,13 +154,20 @@ Command AddBenchCommand(CLI::App& root) {
                "the same file and data.");
   CLI::Option* engine =
       sub->add_option("--engine", args->engines,
-                      "Comma-separated engines: kernel, folio:4k, folio:dynamic, "
-                      "folio:fixed:SIZE (e.g. folio:fixed:64k)")
+                      "Comma-separated engines: limit (memcpy ceiling of cached jobs), kernel, "
+                      "folio:4k, folio:dynamic, folio:fixed:SIZE (e.g. folio:fixed:64k)")
           ->default_str(std::string(bench::kDefaultEngines))
           ->type_name("LIST");
   sub->add_option("--cache", args->cache,
                   "Folio page cache memory (e.g. 1G); default a quarter of physical memory")
       ->type_name("SIZE");
+  sub->add_option("--kernel-memory", args->kernel_memory,
+                  "Memory of the kernel engine's buffered runs: cache (a memory cgroup capped "
+                  "at --cache: equal memory), all (the whole machine's page cache, no cgroup) "
+                  "or SIZE. Needs root and a memory cgroup controller (v1 or v2); otherwise "
+                  "the kernel gets all memory and the output says why")
+      ->default_str("cache")
+      ->type_name("cache|all|SIZE");
   sub->add_option("--dir", args->dir,
                   "Where temporary data files go (a fresh directory inside it); default "
                   "$TMPDIR or /tmp")
@@ -156,7 +177,8 @@ Command AddBenchCommand(CLI::App& root) {
       ->type_name("FORMAT");
   sub->add_option("--plot", args->plot, "Also write an SVG chart of IOPS and folio sizes")
       ->type_name("FILE.svg");
-  sub->add_option("--seed", args->seed, "Seed of the workers' offset generators; default random")
+  sub->add_option("--seed", args->seed, "Seed of the workers' offset generators; default: fixed (fio's randrepeat=1, the same "
+                  "offsets every run), fresh for jobs with randrepeat=0")
       ->type_name("N");
   sub->add_option("--device", args->device,
                   "Run every engine on this device instead of data files (its contents are "
@@ -168,8 +190,10 @@ Command AddBenchCommand(CLI::App& root) {
   sub->add_option("JOBFILE", args->jobfiles, "fio job files")->required()->type_name("");
   sub->footer(
       "Job files: fio's INI format ([global] and job sections). Keys: rw, bs, size, filename, "
-      "iodepth, numjobs, runtime, time_based, direct, rwmixread, ramp_time, pre_read; ioengine, "
-      "thread and group_reporting are ignored.");
+      "iodepth, numjobs, runtime, time_based, direct, rwmixread, ramp_time, pre_read, fsync, "
+      "fdatasync, end_fsync, fsync_on_close, offset, randrepeat, norandommap, "
+      "random_distribution (random, zipf, pareto, normal), rate_iops, startdelay, loops; "
+      "ioengine, thread and group_reporting are ignored.");
   return Command{sub, [args, engine] {
                    bench::BenchConfig config;
                    args->engines_given = engine->count() > 0;

@@ -1,11 +1,13 @@
-// Bench engines: how one job reaches the file. An Engine is built per (job, engine) run on
+// Bench engines: how one job reaches the file (or, for `limit`, memory). An Engine is built per (job, engine) run on
 // the shared data file; it prepares outside the timed region (open, start cold, pre_read),
 // hands each worker thread a WorkerIo, and afterwards syncs writes and gathers its stats
 // (again outside the timed region).
 //
-//   kernel        pread / pwrite on the file; O_DIRECT with aligned buffers when direct=1,
-//                 else buffered through the kernel's page cache (dropped with
-//                 POSIX_FADV_DONTNEED first, so every engine starts cold)
+//   limit         memcpy from / to a pre-faulted anonymous buffer of the file's size: the
+//                 ceiling of a cached run (cached jobs only)
+//   kernel        pread / pwrite on the file, buffered through the kernel's page cache
+//                 (dropped with POSIX_FADV_DONTNEED first, so every engine starts cold); with
+//                 direct=1, O_DIRECT through an io_uring per thread with iodepth in flight
 //   folio:POLICY  a PageCache of --cache bytes with that folio policy over
 //                 OpenFileDevice(file, O_DIRECT), one AddressSpace; with direct=1 the cache
 //                 is bypassed and workers drive the BlockDevice with iodepth requests in
@@ -44,11 +46,27 @@ struct FolioRunStats {
   double sync_s = 0;                // Fsync after a write run, not timed
 };
 
+// The memory an engine ran with, for the table and the JSON.
+struct MemoryReport {
+  // "cache" (Folio's --cache), "cgroup v1" / "cgroup v2" (the kernel in the bench's memory
+  // cgroup), "machine" (no limit: --kernel-memory all, or no cgroup could be made), "buffer"
+  // (limit: its anonymous buffer), "none" (direct=1: no cache).
+  std::string kind = "none";
+  uint64_t limit_bytes = 0;  // 0 with machine / none
+  uint64_t peak_bytes = 0;   // cgroup: its peak usage over the run (0 = unknown)
+  std::string cgroup;        // cgroup: its directory
+  std::string why;           // machine: why there is no limit
+};
+
+class MemoryCgroup;
+
 struct EngineContext {
   JobSpec job;
   EngineSpec engine;
   std::string path;            // the data file (the kernel engine's file with --device)
-  uint64_t file_bytes = 0;     // bytes the job covers (a multiple of 4096)
+  uint64_t file_bytes = 0;     // bytes of the file the job uses (a multiple of 4096)
+  uint64_t region_offset = 0;  // the job's region, [region_offset, +region_bytes) (offset=);
+  uint64_t region_bytes = 0;   //   pre_read reads it
   uint64_t cache_bytes = 0;    // --cache
   const std::atomic<bool>* stop = nullptr;
   // --device: the device every engine shares (not owned; the folio engines use it instead of
@@ -56,6 +74,10 @@ struct EngineContext {
   // bench (null: the engine makes its own, unregistered).
   BlockDevice* device = nullptr;
   FolioArena* direct_arena = nullptr;
+  // The kernel engine's memory cgroup (equal memory), or null: all of the machine's memory,
+  // for the reason in `unlimited_why`.
+  MemoryCgroup* memcg = nullptr;
+  std::string unlimited_why;
 };
 
 // Bytes of buffers a direct=1 folio run of `job` takes from its arena: numjobs * iodepth
@@ -75,6 +97,13 @@ class Engine {
   virtual Result<std::unique_ptr<WorkerIo>> NewWorker(uint32_t index) = 0;
   // After the run: syncs written data and collects stats. Not timed.
   virtual Status Finish() = 0;
+  // Called (from the bench's main thread, while workers run) when the timed region starts.
+  virtual void OnMeasureStart() {}
+  // Bytes the engine read from the device (file) between OnMeasureStart and Finish, for the
+  // hit ratio; -1 when the engine has no device reads to count (limit, direct=1).
+  virtual int64_t device_read_bytes() const { return -1; }
+  // Set after Finish.
+  virtual MemoryReport memory() const = 0;
   // Set after Finish for folio engines.
   virtual const FolioRunStats* folio_stats() const { return nullptr; }
   // Remarks for the report (e.g. "page cache dropped, then file pre-read").
@@ -82,6 +111,7 @@ class Engine {
 };
 
 std::unique_ptr<Engine> NewKernelEngine(const EngineContext& ctx);
+std::unique_ptr<Engine> NewLimitEngine(const EngineContext& ctx);
 std::unique_ptr<Engine> NewFolioCachedEngine(const EngineContext& ctx);
 std::unique_ptr<Engine> NewFolioDirectEngine(const EngineContext& ctx);
 

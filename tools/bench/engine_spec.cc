@@ -7,7 +7,8 @@ namespace folio::bench {
 namespace {
 
 constexpr std::string_view kChoices =
-    "use kernel, folio:4k, folio:dynamic or folio:fixed:SIZE (e.g. folio:fixed:64k)";
+    "use limit, kernel, folio:4k, folio:dynamic or folio:fixed:SIZE (e.g. "
+    "folio:fixed:64k)";
 
 std::string LowerSize(uint64_t bytes) {
   std::string s = FormatSize(bytes);
@@ -23,6 +24,8 @@ std::string EngineSpec::Name() const {
     case Kind::kFolio4k: return "folio:4k";
     case Kind::kFolioFixed: return "folio:fixed:" + LowerSize(fixed_bytes);
     case Kind::kFolioDynamic: return "folio:dynamic";
+    case Kind::kLimit: return "limit";
+    case Kind::kFio: return "fio";
   }
   return "kernel";
 }
@@ -33,6 +36,8 @@ std::string EngineSpec::PolicyName() const {
     case Kind::kFolio4k: return "4k";
     case Kind::kFolioFixed: return "fixed:" + FormatSize(fixed_bytes);
     case Kind::kFolioDynamic: return "dynamic";
+    case Kind::kLimit: return "limit";
+    case Kind::kFio: return "fio";
   }
   return "kernel";
 }
@@ -41,6 +46,9 @@ Result<EngineSpec> ParseEngine(std::string_view text) {
   EngineSpec e;
   if (text == "kernel") {
     e.kind = EngineSpec::Kind::kKernel;
+  } else if (text == "limit") {
+    e.kind = EngineSpec::Kind::kLimit;
+
   } else if (text == "folio:4k") {
     e.kind = EngineSpec::Kind::kFolio4k;
   } else if (text == "folio:dynamic") {

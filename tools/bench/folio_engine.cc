@@ -47,6 +47,8 @@ FolioPolicy PolicyFor(const EngineSpec& e) {
       break;
     case EngineSpec::Kind::kFolioDynamic:
     case EngineSpec::Kind::kKernel:
+    case EngineSpec::Kind::kLimit:
+    case EngineSpec::Kind::kFio:
       p.kind = FolioPolicy::Kind::kDynamic;
       break;
   }
@@ -88,6 +90,9 @@ class CachedWorker : public WorkerIo {
     pending_ = false;
     return Status::OK();
   }
+
+  // The page cache has one durability call (writeback + device flush) for both kinds.
+  Status Sync(bool) override { return as_->Fsync(); }
 
  private:
   Status Short(const char* what, uint64_t pos, size_t n) const {
@@ -151,6 +156,16 @@ class FolioCachedEngine : public Engine {
     return Status::OK();
   }
 
+  void OnMeasureStart() override { reads_at_start_ = device_->stats().read_bytes; }
+  int64_t device_read_bytes() const override {
+    return static_cast<int64_t>(stats_.device.read_bytes - reads_at_start_);
+  }
+  MemoryReport memory() const override {
+    MemoryReport m;
+    m.kind = "cache";
+    m.limit_bytes = ctx_.cache_bytes;
+    return m;
+  }
   const FolioRunStats* folio_stats() const override { return &stats_; }
   std::vector<std::string> notes() const override { return notes_; }
 
@@ -160,8 +175,9 @@ class FolioCachedEngine : public Engine {
   Status PreRead() {
     std::unique_ptr<char, FreeDeleter> buf(static_cast<char*>(std::malloc(1 << 20)));
     FOLIO_CHECK(buf != nullptr);
-    for (uint64_t pos = 0; pos < ctx_.file_bytes && !ctx_.stop->load(); pos += 1 << 20) {
-      const uint64_t len = std::min<uint64_t>(1 << 20, ctx_.file_bytes - pos);
+    const uint64_t end = ctx_.region_offset + ctx_.region_bytes;
+    for (uint64_t pos = ctx_.region_offset; pos < end && !ctx_.stop->load(); pos += 1 << 20) {
+      const uint64_t len = std::min<uint64_t>(1 << 20, end - pos);
       FOLIO_ASSIGN_OR_RETURN(size_t n, as_->Read(pos, {buf.get(), len}));
       if (n != len) return Status::IOError(device_->name() + ": pre_read stopped short at " +
                                            std::to_string(pos + n));
@@ -178,6 +194,7 @@ class FolioCachedEngine : public Engine {
   std::unique_ptr<PageCache> cache_;
   std::unique_ptr<AddressSpace> as_;
   PageCacheStats before_;
+  uint64_t reads_at_start_ = 0;  // device read bytes when the timed region started
   FolioRunStats stats_;
   std::vector<std::string> notes_;
 };
@@ -243,6 +260,9 @@ class DirectWorker : public WorkerIo {
     }
     return error_;
   }
+
+  // A device flush (REQUIRES, as WorkerIo says: nothing of this worker in flight).
+  Status Sync(bool) override { return device_->Flush(); }
 
  private:
   static void OnDone(IoRequest* r) {
@@ -333,6 +353,7 @@ class FolioDirectEngine : public Engine {
     return Status::OK();
   }
 
+  MemoryReport memory() const override { return {}; }
   const FolioRunStats* folio_stats() const override { return &stats_; }
   std::vector<std::string> notes() const override {
     return {ctx_.engine.Name() + ": direct=1 bypasses the page cache; " +

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -16,7 +19,9 @@ namespace {
 
 constexpr std::string_view kSupportedKeys =
     "rw, bs, size, filename, iodepth, numjobs, runtime, time_based, direct, rwmixread, "
-    "ramp_time, pre_read (ioengine, thread, group_reporting are ignored)";
+    "ramp_time, pre_read, fsync, fdatasync, end_fsync, fsync_on_close, offset, randrepeat, "
+    "norandommap, random_distribution, rate_iops, startdelay, loops (ioengine, thread, "
+    "group_reporting are ignored)";
 
 std::string_view Trim(std::string_view s) {
   auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; };
@@ -116,6 +121,183 @@ Status ParseTime(std::string_view key, std::string_view value, uint64_t* out) {
   return Status::OK();
 }
 
+// fio's int: decimal or 0x hex, with an optional k/m/g/t suffix (powers of 1024).
+Status ParseFioInt(std::string_view key, std::string_view value, uint64_t* out) {
+  if (value.size() > 2 && value[0] == '0' && (value[1] == 'x' || value[1] == 'X')) {
+    uint64_t n = 0;
+    for (char c : value.substr(2)) {
+      const int d = c >= '0' && c <= '9' ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (d < 0 || n > (std::numeric_limits<uint64_t>::max() >> 4)) {
+        return BadValue(key, value, "not a number; give e.g. 32, 1k or 0x20");
+      }
+      n = n << 4 | static_cast<uint64_t>(d);
+    }
+    *out = n;
+    return Status::OK();
+  }
+  Result<uint64_t> n = ParseSize(value, key);
+  if (!n.ok()) return BadValue(key, value, "not a number; give e.g. 32, 1k or 0x20");
+  *out = *n;
+  return Status::OK();
+}
+
+Status ParseCount(std::string_view key, std::string_view value, uint64_t lo, uint64_t hi,
+                  uint64_t* out) {
+  uint64_t n = 0;
+  FOLIO_RETURN_IF_ERROR(ParseFioInt(key, value, &n));
+  if (n < lo || n > hi) {
+    return BadValue(key, value, "must be from " + std::to_string(lo) + " to " +
+                                    std::to_string(hi));
+  }
+  *out = n;
+  return Status::OK();
+}
+
+Status ParseOffset(JobSpec* s, std::string_view value) {
+  if (!value.empty() && value.back() == '%') {
+    uint64_t pct = 0;
+    if (!ParseUint(Trim(value.substr(0, value.size() - 1)), &pct) || pct > 100) {
+      return BadValue("offset", value, "a percentage is a whole number from 0 to 100 "
+                                       "followed by % (e.g. offset=20%)");
+    }
+    s->offset_percent = static_cast<uint32_t>(pct);
+    s->offset_bytes = 0;
+    return Status::OK();
+  }
+  Result<uint64_t> bytes = ParseSize(value, "offset");
+  if (!bytes.ok() || *bytes > (1ull << 50)) {
+    return BadValue("offset", value, "give a size up to 1P (e.g. offset=1G) or a percentage "
+                                     "(e.g. offset=20%)");
+  }
+  s->offset_bytes = *bytes;
+  s->offset_percent = 0;
+  return Status::OK();
+}
+
+// A whole float: strtod consuming all of `text`, finite.
+bool ParseDouble(std::string_view text, double* out) {
+  if (text.empty() || text.size() > 64) return false;
+  const std::string copy(text);
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(copy.c_str(), &end);
+  if (errno != 0 || end != copy.c_str() + copy.size() || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+// random_distribution=NAME[:VALUE[:CENTER]], checked as fio's str_random_distribution_cb does.
+Status ParseDistribution(JobSpec* s, std::string_view value) {
+  constexpr std::string_view kForms =
+      "use random, zipf[:THETA[:CENTER]], pareto[:H[:CENTER]] or normal[:DEV[:CENTER]] "
+      "(e.g. zipf:1.1)";
+  if (value.find(',') != std::string_view::npos) {
+    return BadValue("random_distribution", value,
+                    "separate read/write distributions are not supported; give one");
+  }
+  const size_t colon = value.find(':');
+  const std::string_view name = value.substr(0, colon);
+  std::string_view rest = colon == std::string_view::npos ? "" : value.substr(colon + 1);
+  RandomDist dist;
+  double param = 0;
+  if (name == "random") {
+    if (colon != std::string_view::npos) {
+      return BadValue("random_distribution", value, "random takes no value; " +
+                                                        std::string(kForms));
+    }
+    dist = RandomDist::kRandom;
+  } else if (name == "zipf") {
+    dist = RandomDist::kZipf;
+    param = 1.1;  // fio's FIO_DEF_ZIPF
+  } else if (name == "pareto") {
+    dist = RandomDist::kPareto;
+    param = 0.2;  // FIO_DEF_PARETO
+  } else if (name == "normal") {
+    dist = RandomDist::kNormal;
+  } else {
+    return BadValue("random_distribution", value, "not a supported distribution; " +
+                                                      std::string(kForms));
+  }
+  double center = -1;
+  if (colon != std::string_view::npos) {
+    const size_t colon2 = rest.find(':');
+    if (!ParseDouble(rest.substr(0, colon2), &param)) {
+      return BadValue("random_distribution", value, "the value after ':' is not a number; " +
+                                                        std::string(kForms));
+    }
+    if (colon2 != std::string_view::npos &&
+        (!ParseDouble(rest.substr(colon2 + 1), &center) || center < 0 || center > 1)) {
+      return BadValue("random_distribution", value,
+                      "the center must be a number from 0 to 1 (e.g. zipf:1.2:0.25)");
+    }
+  }
+  if (dist == RandomDist::kZipf && (param <= 0 || param == 1.0)) {
+    return BadValue("random_distribution", value,
+                    "zipf theta must be above 0 and not 1 (e.g. zipf:1.1)");
+  }
+  if (dist == RandomDist::kPareto && (param <= 0 || param >= 1)) {
+    return BadValue("random_distribution", value,
+                    "pareto h must be between 0 and 1, exclusive (e.g. pareto:0.2)");
+  }
+  if (dist == RandomDist::kNormal && (param < 0 || param > 100)) {
+    return BadValue("random_distribution", value,
+                    "the normal deviation is a percentage from 0 to 100 (e.g. normal:10)");
+  }
+  s->random_distribution = dist;
+  s->dist_param = param;
+  s->dist_center = center;
+  return Status::OK();
+}
+
+// rate_iops=R[,W[,T]]: split like fio's bs: a value not terminated by a comma applies to the
+// later directions too; an empty one is unlimited. Trims are accepted and unused.
+Status ParseRateIops(JobSpec* s, std::string_view value) {
+  uint64_t rates[3] = {0, 0, 0};
+  size_t pos = 0;
+  for (int dir = 0; dir < 3; ++dir) {
+    const size_t comma = value.find(',', pos);
+    const std::string_view item =
+        Trim(value.substr(pos, comma == std::string_view::npos ? std::string_view::npos
+                                                               : comma - pos));
+    if (!item.empty()) {
+      FOLIO_RETURN_IF_ERROR(ParseCount("rate_iops", item, 0, 1ull << 40, &rates[dir]));
+    }
+    if (comma == std::string_view::npos) {
+      for (int later = dir + 1; later < 3; ++later) rates[later] = rates[dir];
+      break;
+    }
+    if (dir == 2) {
+      return BadValue("rate_iops", value, "at most three values (reads,writes,trims)");
+    }
+    pos = comma + 1;
+  }
+  s->rate_iops_read = rates[0];
+  s->rate_iops_write = rates[1];
+  return Status::OK();
+}
+
+// startdelay=T or LO-HI / LO:HI (fio's irange of times).
+Status ParseStartDelay(JobSpec* s, std::string_view value) {
+  const size_t sep = value.find_first_of("-:");
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+  FOLIO_RETURN_IF_ERROR(ParseTime("startdelay", Trim(value.substr(0, sep)), &lo));
+  hi = lo;
+  if (sep != std::string_view::npos) {
+    FOLIO_RETURN_IF_ERROR(ParseTime("startdelay", Trim(value.substr(sep + 1)), &hi));
+    if (hi < lo) {
+      return BadValue("startdelay", value, "the range's low end is above its high end; "
+                                           "write LOW-HIGH (e.g. startdelay=1-3)");
+    }
+  }
+  if (hi > 3600ull * 1000000) return BadValue("startdelay", value, "must be at most 1h");
+  s->startdelay_us = lo;
+  s->startdelay_max_us = hi;
+  return Status::OK();
+}
+
 // A key: bare-able keys are booleans. `apply` is null for accepted-and-ignored keys.
 struct KeyDef {
   std::string_view name;
@@ -154,6 +336,33 @@ constexpr KeyDef kKeys[] = {
      [](JobSpec* s, std::string_view v) { return ParseTime("ramp_time", v, &s->ramp_time_us); }},
     {"pre_read", true, "pre_read=1",
      [](JobSpec* s, std::string_view v) { return ParseBool("pre_read", v, &s->pre_read); }},
+    {"fsync", false, "fsync=32",
+     [](JobSpec* s, std::string_view v) { return ParseCount("fsync", v, 0, 1ull << 32, &s->fsync_blocks); }},
+    {"fdatasync", false, "fdatasync=32",
+     [](JobSpec* s, std::string_view v) {
+       return ParseCount("fdatasync", v, 0, 1ull << 32, &s->fdatasync_blocks);
+     }},
+    {"end_fsync", true, "end_fsync=1",
+     [](JobSpec* s, std::string_view v) { return ParseBool("end_fsync", v, &s->end_fsync); }},
+    {"fsync_on_close", true, "fsync_on_close=1",
+     [](JobSpec* s, std::string_view v) {
+       return ParseBool("fsync_on_close", v, &s->fsync_on_close);
+     }},
+    {"offset", false, "offset=1G", ParseOffset},
+    {"randrepeat", true, "randrepeat=0",
+     [](JobSpec* s, std::string_view v) { return ParseBool("randrepeat", v, &s->randrepeat); }},
+    {"norandommap", true, "norandommap",
+     [](JobSpec* s, std::string_view v) { return ParseBool("norandommap", v, &s->norandommap); }},
+    {"random_distribution", false, "random_distribution=zipf:1.1", ParseDistribution},
+    {"rate_iops", false, "rate_iops=5000", ParseRateIops},
+    {"startdelay", false, "startdelay=2", ParseStartDelay},
+    {"loops", false, "loops=3",
+     [](JobSpec* s, std::string_view v) {
+       uint64_t n = 0;
+       FOLIO_RETURN_IF_ERROR(ParseCount("loops", v, 1, kLoopsMax, &n));
+       s->loops = static_cast<uint32_t>(n);
+       return Status::OK();
+     }},
     {"ioengine", false, "ioengine=psync", nullptr},
     {"thread", true, "thread", nullptr},
     {"group_reporting", true, "group_reporting", nullptr},
@@ -289,6 +498,16 @@ std::string_view RwModeName(RwMode mode) {
   return "read";
 }
 
+std::string_view RandomDistName(RandomDist dist) {
+  switch (dist) {
+    case RandomDist::kRandom: return "random";
+    case RandomDist::kZipf: return "zipf";
+    case RandomDist::kPareto: return "pareto";
+    case RandomDist::kNormal: return "normal";
+  }
+  return "random";
+}
+
 bool RwModeIsRandom(RwMode mode) {
   return mode == RwMode::kRandRead || mode == RwMode::kRandWrite ||
          mode == RwMode::kRandReadWrite;
@@ -332,6 +551,21 @@ Result<JobFile> LoadJobFile(const std::string& path, bool size_optional) {
   return ParseJobFile(text, path, size_optional);
 }
 
+std::string DistributionText(const JobSpec& job) {
+  std::string out(RandomDistName(job.random_distribution));
+  if (job.random_distribution == RandomDist::kRandom) return out;
+  // The shortest of %.15g / %.17g that reads back as the same double (1.1, not 1.1000000000000001).
+  auto shortest = [](double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.15g", v);
+    if (std::strtod(buf, nullptr) != v) std::snprintf(buf, sizeof(buf), "%.17g", v);
+    return std::string(buf);
+  };
+  out += ":" + shortest(job.dist_param);
+  if (job.dist_center >= 0) out += ":" + shortest(job.dist_center);
+  return out;
+}
+
 std::string JobFileToString(const JobFile& file) {
   std::string out = "; canonical form written by folio bench\n";
   for (const JobSpec& j : file.jobs) {
@@ -348,6 +582,20 @@ std::string JobFileToString(const JobFile& file) {
     out += "rwmixread=" + std::to_string(j.rwmixread) + "\n";
     out += "ramp_time=" + std::to_string(j.ramp_time_us) + "us\n";
     out += std::string("pre_read=") + (j.pre_read ? "1" : "0") + "\n";
+    out += "fsync=" + std::to_string(j.fsync_blocks) + "\n";
+    out += "fdatasync=" + std::to_string(j.fdatasync_blocks) + "\n";
+    out += std::string("end_fsync=") + (j.end_fsync ? "1" : "0") + "\n";
+    out += std::string("fsync_on_close=") + (j.fsync_on_close ? "1" : "0") + "\n";
+    out += j.offset_percent != 0 ? "offset=" + std::to_string(j.offset_percent) + "%\n"
+                                 : "offset=" + std::to_string(j.offset_bytes) + "\n";
+    out += std::string("randrepeat=") + (j.randrepeat ? "1" : "0") + "\n";
+    out += std::string("norandommap=") + (j.norandommap ? "1" : "0") + "\n";
+    out += "random_distribution=" + DistributionText(j) + "\n";
+    out += "rate_iops=" + std::to_string(j.rate_iops_read) + "," +
+           std::to_string(j.rate_iops_write) + ",\n";
+    out += "startdelay=" + std::to_string(j.startdelay_us) + "us-" +
+           std::to_string(j.startdelay_max_us) + "us\n";
+    out += "loops=" + std::to_string(j.loops) + "\n";
   }
   return out;
 }

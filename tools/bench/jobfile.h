@@ -8,9 +8,15 @@
 //   time_based           a bare key is a boolean set to 1
 //
 // Supported keys: rw, bs, size, filename, iodepth, numjobs, runtime, time_based, direct,
-// rwmixread, ramp_time, pre_read; ioengine, thread and group_reporting are accepted and
-// ignored. Any other key, a bad value or a job that cannot run is an error naming
-// "FILE:LINE" and the fix. This module is pure: no I/O except LoadJobFile reading the text.
+// rwmixread, ramp_time, pre_read, fsync, fdatasync, end_fsync, fsync_on_close, offset,
+// randrepeat, norandommap, random_distribution, rate_iops, startdelay, loops; ioengine, thread
+// and group_reporting are accepted and ignored. Values follow fio's HOWTO (3.33): booleans 0/1,
+// ints with k/m/g suffixes or 0x, times with us/ms/s/m/h, offset=SIZE or N%, startdelay=T or
+// LO-HI (LO:HI), rate_iops=R[,W[,T]] split as fio splits bs (a value not ending in a comma
+// applies to the later directions), random_distribution=random | zipf[:THETA[:CENTER]] |
+// pareto[:H[:CENTER]] | normal[:DEV[:CENTER]] with fio's defaults (zipf 1.1, pareto 0.2).
+// Any other key, a bad value or a job that cannot run is an error naming "FILE:LINE" and the
+// fix. This module is pure: no I/O except LoadJobFile reading the text.
 //
 // Thread safety: pure functions over values.
 #pragma once
@@ -31,6 +37,10 @@ bool RwModeIsRandom(RwMode mode);
 bool RwModeReads(RwMode mode);
 bool RwModeWrites(RwMode mode);
 
+// random_distribution: how random offsets are drawn (fio's generators, see offsets.h).
+enum class RandomDist { kRandom, kZipf, kPareto, kNormal };
+std::string_view RandomDistName(RandomDist dist);  // "random", "zipf", "pareto", "normal"
+
 // One job after inheritance and validation.
 struct JobSpec {
   std::string name;
@@ -47,6 +57,31 @@ struct JobSpec {
   uint32_t rwmixread = 50;         // percent of reads in rw / randrw
   uint64_t ramp_time_us = 0;
   bool pre_read = false;
+  // Syncs (fio: "for every number of blocks given", per thread; end_fsync once a thread's writes
+  // are done; fsync_on_close at the end of each loop). Only jobs that write sync.
+  uint64_t fsync_blocks = 0;       // fsync=N
+  uint64_t fdatasync_blocks = 0;   // fdatasync=N
+  bool end_fsync = false;
+  bool fsync_on_close = false;
+  // offset=: the job's region starts here (bytes), or at offset_percent% of the file (rounded
+  // up to bs; the region then runs to the end of the file). At most one of them is non-zero.
+  uint64_t offset_bytes = 0;
+  uint32_t offset_percent = 0;
+  bool randrepeat = true;          // fio's default: the same offsets every run (and every loop)
+  bool norandommap = false;        // default: a random pass touches every block once
+  RandomDist random_distribution = RandomDist::kRandom;
+  double dist_param = 0;           // zipf theta, pareto h, normal deviation (percent)
+  double dist_center = -1;         // 0..1, or -1: fio's default placement
+  uint64_t rate_iops_read = 0;     // per thread; 0 = unlimited
+  uint64_t rate_iops_write = 0;
+  uint64_t startdelay_us = 0;      // each thread waits a value from [startdelay_us,
+  uint64_t startdelay_max_us = 0;  //   startdelay_max_us] before it starts
+  uint32_t loops = 1;              // passes over `size` (ignored with time_based, as in fio)
+
+  // Whether random offsets cover every block once per pass (fio's random map).
+  bool UsesRandomMap() const {
+    return !norandommap && random_distribution == RandomDist::kRandom;
+  }
 
   bool operator==(const JobSpec&) const = default;
 };
@@ -58,6 +93,7 @@ struct JobFile {
 
 inline constexpr uint32_t kIodepthMax = 1024;
 inline constexpr uint32_t kNumjobsMax = 64;
+inline constexpr uint32_t kLoopsMax = 1000000;
 inline constexpr size_t kJobFileBytesMax = 1 << 20;
 
 // Parses and validates `text`; `path` names the file in messages. Errors are
@@ -69,6 +105,9 @@ Result<JobFile> ParseJobFile(std::string_view text, std::string_view path,
 // Reads `path` (at most kJobFileBytesMax) and parses it. A missing or unreadable file is
 // NotFound / IOError "PATH: <strerror>".
 Result<JobFile> LoadJobFile(const std::string& path, bool size_optional = false);
+
+// random_distribution as fio spells it: "random", "zipf:1.1", "normal:10:0.5".
+std::string DistributionText(const JobSpec& job);
 
 // The canonical job file: one section per job with every key spelled out (no [global]), so
 // ParseJobFile(JobFileToString(f)) yields the same jobs (lines aside).

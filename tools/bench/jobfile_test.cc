@@ -200,6 +200,111 @@ TEST(JobFileTest, JobLevelChecksNameTheJobHeaderLine) {
   EXPECT_EQ(m.rfind("t.fio:4: job 'b': size=1M is smaller than bs=2M", 0), 0u) << m;
 }
 
+TEST(JobFileTest, FioKeysParseAsFioParsesThem) {
+  JobFile f = MustParse(
+      "[global]\n"
+      "size=64M\n"
+      "rw=randwrite\n"
+      "[a]\n"
+      "fsync=32\n"
+      "fdatasync=1k\n"
+      "end_fsync\n"
+      "fsync_on_close=1\n"
+      "offset=1G\n"
+      "randrepeat=0\n"
+      "norandommap\n"
+      "random_distribution=zipf:1.2:0.25\n"
+      "rate_iops=500,200\n"
+      "startdelay=1-3\n"
+      "loops=3\n"
+      "[b]\n"
+      "offset=20%\n"
+      "random_distribution=pareto\n"
+      "rate_iops=,200\n"
+      "startdelay=500ms\n"
+      "fsync=0x10\n"
+      "[c]\n"
+      "random_distribution=normal:10\n"
+      "rate_iops=300,\n"
+      "[d]\n"
+      "random_distribution=zipf\n"
+      "rate_iops=7\n");
+  ASSERT_EQ(f.jobs.size(), 4u);
+  const JobSpec& a = f.jobs[0];
+  EXPECT_EQ(a.fsync_blocks, 32u);
+  EXPECT_EQ(a.fdatasync_blocks, 1024u);
+  EXPECT_TRUE(a.end_fsync);
+  EXPECT_TRUE(a.fsync_on_close);
+  EXPECT_EQ(a.offset_bytes, 1ull << 30);
+  EXPECT_EQ(a.offset_percent, 0u);
+  EXPECT_FALSE(a.randrepeat);
+  EXPECT_TRUE(a.norandommap);
+  EXPECT_EQ(a.random_distribution, RandomDist::kZipf);
+  EXPECT_DOUBLE_EQ(a.dist_param, 1.2);
+  EXPECT_DOUBLE_EQ(a.dist_center, 0.25);
+  EXPECT_EQ(a.rate_iops_read, 500u);
+  EXPECT_EQ(a.rate_iops_write, 200u);
+  EXPECT_EQ(a.startdelay_us, 1000000u);
+  EXPECT_EQ(a.startdelay_max_us, 3000000u);
+  EXPECT_EQ(a.loops, 3u);
+  EXPECT_FALSE(a.UsesRandomMap());
+  const JobSpec& b = f.jobs[1];
+  EXPECT_EQ(b.offset_percent, 20u);
+  EXPECT_EQ(b.random_distribution, RandomDist::kPareto);
+  EXPECT_DOUBLE_EQ(b.dist_param, 0.2);  // fio's default h
+  EXPECT_EQ(b.dist_center, -1);
+  EXPECT_EQ(b.rate_iops_read, 0u);  // ",200": reads unlimited
+  EXPECT_EQ(b.rate_iops_write, 200u);
+  EXPECT_EQ(b.startdelay_us, 500000u);
+  EXPECT_EQ(b.startdelay_max_us, 500000u);
+  EXPECT_EQ(b.fsync_blocks, 16u);
+  EXPECT_TRUE(b.randrepeat);  // fio's default
+  EXPECT_FALSE(b.norandommap);
+  EXPECT_EQ(b.loops, 1u);
+  const JobSpec& c = f.jobs[2];
+  EXPECT_EQ(c.random_distribution, RandomDist::kNormal);
+  EXPECT_DOUBLE_EQ(c.dist_param, 10);
+  EXPECT_EQ(c.rate_iops_read, 300u);  // "300,": writes unlimited
+  EXPECT_EQ(c.rate_iops_write, 0u);
+  const JobSpec& d = f.jobs[3];
+  EXPECT_DOUBLE_EQ(d.dist_param, 1.1);  // fio's default theta
+  EXPECT_EQ(d.rate_iops_read, 7u);      // one value: every direction
+  EXPECT_EQ(d.rate_iops_write, 7u);
+  EXPECT_TRUE(f.jobs[2].UsesRandomMap() == false);
+  EXPECT_EQ(DistributionText(a), "zipf:1.2:0.25");
+}
+
+TEST(JobFileTest, BadFioKeyValuesNameTheFix) {
+  struct Case {
+    const char* line;
+    const char* expect;
+  } cases[] = {
+      {"fsync=often", "fsync=often: not a number; give e.g. 32"},
+      {"fsync=-1", "fsync=-1: not a number"},
+      {"loops=0", "loops=0: must be from 1 to 1000000"},
+      {"end_fsync=2", "end_fsync=2: must be 0 or 1"},
+      {"offset=101%", "offset=101%: a percentage is a whole number from 0 to 100"},
+      {"offset=far", "offset=far: give a size"},
+      {"random_distribution=zoned:60/10:40/90", "not a supported distribution; use random, zipf"},
+      {"random_distribution=zipf:1", "zipf theta must be above 0 and not 1"},
+      {"random_distribution=zipf:x", "the value after ':' is not a number"},
+      {"random_distribution=pareto:1.5", "pareto h must be between 0 and 1"},
+      {"random_distribution=normal:101", "normal deviation is a percentage from 0 to 100"},
+      {"random_distribution=zipf:1.2:2", "the center must be a number from 0 to 1"},
+      {"random_distribution=random:3", "random takes no value"},
+      {"random_distribution=zipf,pareto", "separate read/write distributions"},
+      {"rate_iops=1,2,3,4", "at most three values"},
+      {"rate_iops=fast", "rate_iops=fast: not a number"},
+      {"startdelay=3-1", "the range's low end is above its high end"},
+      {"startdelay=soon", "startdelay 'soon': not a duration"},
+      {"startdelay=2h", "startdelay=2h: must be at most 1h"},
+  };
+  for (const Case& c : cases) {
+    std::string m = ErrorOf(std::string("[j]\nsize=1M\n") + c.line + "\n");
+    EXPECT_NE(m.find(c.expect), std::string::npos) << c.line << " -> " << m;
+  }
+}
+
 // Model-based round trip: random specs -> canonical text -> parse -> the same specs.
 TEST(JobFileTest, CanonicalTextRoundTrips) {
   const uint64_t seed = TestSeed();
@@ -224,6 +329,31 @@ TEST(JobFileTest, CanonicalTextRoundTrips) {
       j.rwmixread = static_cast<uint32_t>(rng() % 101);
       j.ramp_time_us = rng() % 3 ? 0 : rng() % 10000000;
       j.pre_read = rng() % 2;
+      j.fsync_blocks = rng() % 3 ? 0 : rng() % 100;
+      j.fdatasync_blocks = rng() % 3 ? 0 : rng() % 100;
+      j.end_fsync = rng() % 2;
+      j.fsync_on_close = rng() % 2;
+      if (rng() % 3 == 0) {
+        j.offset_percent = static_cast<uint32_t>(rng() % 101);
+      } else if (rng() % 2) {
+        j.offset_bytes = rng() % (1ull << 40);
+      }
+      j.randrepeat = rng() % 2;
+      j.norandommap = rng() % 2;
+      j.random_distribution = static_cast<RandomDist>(rng() % 4);
+      std::uniform_real_distribution<double> unit(0.0, 1.0);
+      switch (j.random_distribution) {
+        case RandomDist::kRandom: break;
+        case RandomDist::kZipf: j.dist_param = 0.01 + 3 * unit(rng); break;
+        case RandomDist::kPareto: j.dist_param = 0.001 + 0.998 * unit(rng); break;
+        case RandomDist::kNormal: j.dist_param = 100 * unit(rng); break;
+      }
+      if (j.random_distribution != RandomDist::kRandom && rng() % 2) j.dist_center = unit(rng);
+      j.rate_iops_read = rng() % 2 ? 0 : rng() % 1000000;
+      j.rate_iops_write = rng() % 2 ? 0 : rng() % 1000000;
+      j.startdelay_us = rng() % 2 ? 0 : rng() % 10000000;
+      j.startdelay_max_us = j.startdelay_us + (rng() % 2 ? 0 : rng() % 10000000);
+      j.loops = 1 + static_cast<uint32_t>(rng() % 10);
       f.jobs.push_back(j);
     }
     std::string text = JobFileToString(f);

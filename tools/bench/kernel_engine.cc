@@ -1,6 +1,13 @@
-// The `kernel` engine: the same job through the kernel's own paths, pread / pwrite on the
-// file, buffered (the kernel page cache) or O_DIRECT as the job says.
+// The `kernel` engine: the same job through the kernel's own paths: pread / pwrite on the
+// file through the kernel page cache, or with direct=1 O_DIRECT reads and writes through one
+// io_uring per thread keeping iodepth in flight, as fio's ioengine=io_uring does (no SQPOLL,
+// no registered files or buffers; the ops queued since the last completion go in one
+// io_uring_enter that also waits for the next one).
+//
+// This is the one liburing user outside src/io: the baseline must not go through Folio's
+// io layer, which is what it is compared with.
 #include <fcntl.h>
+#include <liburing.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,7 +17,9 @@
 #include <memory>
 
 #include "base/check.h"
+#include "base/units.h"
 #include "bench/engine.h"
+#include "bench/memcg.h"
 #include "cli_util.h"
 
 namespace folio::bench {
@@ -18,6 +27,21 @@ namespace folio::bench {
 namespace {
 
 using cli::FullIo;
+
+// read_bytes of /proc/self/io: bytes this process caused to be read from storage (page cache
+// misses and readahead; the whole process, all threads). -1 when unreadable.
+int64_t ProcessReadBytes() {
+  const int fd = open("/proc/self/io", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[512];
+  const ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  const char* p = std::strstr(buf, "\nread_bytes: ");
+  if (p == nullptr) return -1;
+  return std::strtoll(p + 13, nullptr, 10);
+}
 
 struct FreeDeleter {
   void operator()(char* p) const { std::free(p); }
@@ -54,6 +78,13 @@ class KernelWorker : public WorkerIo {
     return Status::OK();
   }
 
+  Status Sync(bool datasync) override {
+    if ((datasync ? fdatasync(fd_) : fsync(fd_)) != 0) {
+      return Status::FromErrno(errno, path_ + (datasync ? ": fdatasync" : ": fsync"));
+    }
+    return Status::OK();
+  }
+
  private:
   const int fd_;
   const uint64_t block_bytes_;
@@ -62,29 +93,114 @@ class KernelWorker : public WorkerIo {
   bool pending_ = false;
 };
 
+// direct=1: iodepth O_DIRECT ops in flight through this thread's own ring.
+class KernelUringWorker : public WorkerIo {
+ public:
+  KernelUringWorker(int fd, const JobSpec& job, const std::string& path)
+      : fd_(fd), job_(job), path_(path) {}
+  ~KernelUringWorker() override {
+    if (ring_ready_) io_uring_queue_exit(&ring_);
+  }
+
+  Status Init() {
+    const int rc = io_uring_queue_init(std::max<uint32_t>(job_.iodepth, 2), &ring_, 0);
+    if (rc < 0) return Status::FromErrno(-rc, "kernel: io_uring_queue_init");
+    ring_ready_ = true;
+    for (uint32_t i = 0; i < job_.iodepth; ++i) bufs_.push_back(NewAlignedBuffer(job_.block_bytes));
+    return Status::OK();
+  }
+
+  uint32_t depth() const override { return job_.iodepth; }
+
+  Status Start(const Op& op) override {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    FOLIO_CHECK(sqe != nullptr);  // at most iodepth ops, the ring has iodepth entries
+    char* buf = bufs_[op.slot].get();
+    if (op.write) {
+      io_uring_prep_write(sqe, fd_, buf, static_cast<unsigned>(job_.block_bytes), op.pos);
+    } else {
+      io_uring_prep_read(sqe, fd_, buf, static_cast<unsigned>(job_.block_bytes), op.pos);
+    }
+    io_uring_sqe_set_data64(sqe, op.slot);
+    return Status::OK();
+  }
+
+  Status Reap(std::vector<uint32_t>* done) override {
+    int rc;
+    do {
+      rc = io_uring_submit_and_wait(&ring_, 1);
+    } while (rc == -EINTR);
+    if (rc < 0) return Status::FromErrno(-rc, path_ + ": io_uring_enter");
+    Status first;
+    unsigned head;
+    unsigned seen = 0;
+    io_uring_cqe* cqe;
+    io_uring_for_each_cqe(&ring_, head, cqe) {
+      ++seen;
+      done->push_back(static_cast<uint32_t>(io_uring_cqe_get_data64(cqe)));
+      if (!first.ok()) continue;
+      if (cqe->res < 0) {
+        first = Status::FromErrno(-cqe->res, path_);
+      } else if (static_cast<uint64_t>(cqe->res) != job_.block_bytes) {
+        first = Status::IOError(path_ + ": short O_DIRECT transfer of " +
+                                std::to_string(cqe->res) + " of " +
+                                std::to_string(job_.block_bytes) + " bytes");
+      }
+    }
+    io_uring_cq_advance(&ring_, seen);
+    return first;
+  }
+
+  Status Sync(bool datasync) override {
+    if ((datasync ? fdatasync(fd_) : fsync(fd_)) != 0) {
+      return Status::FromErrno(errno, path_ + (datasync ? ": fdatasync" : ": fsync"));
+    }
+    return Status::OK();
+  }
+
+ private:
+  const int fd_;
+  const JobSpec& job_;
+  const std::string& path_;
+  io_uring ring_{};
+  bool ring_ready_ = false;
+  std::vector<AlignedBuffer> bufs_;
+};
+
 class KernelEngine : public Engine {
  public:
   explicit KernelEngine(const EngineContext& ctx) : ctx_(ctx) {}
   ~KernelEngine() override {
+    LeaveCgroup();
     if (fd_ >= 0) close(fd_);
   }
 
   Status Prepare() override {
+    if (!ctx_.job.direct && ctx_.memcg != nullptr) {
+      // Inside the cgroup before the file's pages are dropped and pre-read, so every page this
+      // run caches is charged to (and capped by) it.
+      ctx_.memcg->Empty();
+      ctx_.memcg->ResetPeak();
+      FOLIO_RETURN_IF_ERROR(ctx_.memcg->Join());
+      joined_ = true;
+    }
     fd_ = open(ctx_.path.c_str(), O_RDWR | O_CLOEXEC | (ctx_.job.direct ? O_DIRECT : 0));
     if (fd_ < 0) return Status::FromErrno(errno, ctx_.path);
     // Start cold like the folio engines: write back, then drop the file's cached pages.
     if (fdatasync(fd_) != 0) return Status::FromErrno(errno, ctx_.path + ": fdatasync");
     posix_fadvise(fd_, 0, 0, POSIX_FADV_DONTNEED);
     if (ctx_.job.direct) {
-      notes_.push_back("kernel: O_DIRECT pread/pwrite, one request in flight per thread");
+      notes_.push_back("kernel: O_DIRECT through io_uring, " + std::to_string(ctx_.job.iodepth) +
+                       " in flight per thread (as fio's ioengine=io_uring)");
       return Status::OK();
     }
     if (ctx_.job.pre_read) {
       // Read right before the run, not at file creation: the machine's proactive reclaim
       // evicts cold page cache, so an earlier read would not still be resident.
       AlignedBuffer buf = NewAlignedBuffer(1 << 20);
-      for (uint64_t pos = 0; pos < ctx_.file_bytes && !ctx_.stop->load(); pos += 1 << 20) {
-        const uint64_t len = std::min<uint64_t>(1 << 20, ctx_.file_bytes - pos);
+      const uint64_t end = ctx_.region_offset + ctx_.region_bytes;
+      for (uint64_t pos = ctx_.region_offset; pos < end && !ctx_.stop->load(); pos += 1 << 20) {
+        const uint64_t len = std::min<uint64_t>(1 << 20, end - pos);
         FOLIO_RETURN_IF_ERROR(FullIo(fd_, false, buf.get(), len, pos, ctx_.path));
       }
       notes_.push_back("kernel: page cache dropped, then the file read once right before the "
@@ -96,22 +212,62 @@ class KernelEngine : public Engine {
   }
 
   Result<std::unique_ptr<WorkerIo>> NewWorker(uint32_t) override {
+    if (ctx_.job.direct) {
+      auto w = std::make_unique<KernelUringWorker>(fd_, ctx_.job, ctx_.path);
+      FOLIO_RETURN_IF_ERROR(w->Init());
+      return std::unique_ptr<WorkerIo>(std::move(w));
+    }
     return std::unique_ptr<WorkerIo>(
         std::make_unique<KernelWorker>(fd_, ctx_.job.block_bytes, ctx_.path));
   }
 
+  void OnMeasureStart() override { read_bytes_start_ = ProcessReadBytes(); }
+
   Status Finish() override {
+    const int64_t end = ProcessReadBytes();
+    if (!ctx_.job.direct && read_bytes_start_ >= 0 && end >= read_bytes_start_) {
+      read_bytes_ = end - read_bytes_start_;
+    }
     if (RwModeWrites(ctx_.job.rw) && fdatasync(fd_) != 0) {
       return Status::FromErrno(errno, ctx_.path + ": fdatasync");
     }
+    if (ctx_.job.direct) return Status::OK();
+    if (ctx_.memcg == nullptr) {
+      memory_.kind = "machine";
+      memory_.why = ctx_.unlimited_why;
+      return Status::OK();
+    }
+    memory_.kind = ctx_.memcg->version() == 1 ? "cgroup v1" : "cgroup v2";
+    memory_.limit_bytes = ctx_.memcg->limit_bytes();
+    memory_.peak_bytes = ctx_.memcg->PeakBytes();
+    memory_.cgroup = ctx_.memcg->path();
+    notes_.push_back("kernel: in memory cgroup " + ctx_.memcg->path() + " (" +
+                     ctx_.memcg->LimitName() + " " + FormatSize(memory_.limit_bytes) +
+                     ", peak " + FormatSize(memory_.peak_bytes) + ")");
+    LeaveCgroup();
+    ctx_.memcg->Empty();  // the next engine starts cold
     return Status::OK();
   }
 
+  int64_t device_read_bytes() const override { return read_bytes_; }
+  MemoryReport memory() const override { return memory_; }
   std::vector<std::string> notes() const override { return notes_; }
 
  private:
+  void LeaveCgroup() {
+    if (!joined_) return;
+    joined_ = false;
+    Status s = ctx_.memcg->Leave();
+    // Staying in the cgroup would cap the folio engines that run next: never silently.
+    FOLIO_CHECK_MSG(s.ok(), "folio bench: cannot leave the kernel engine's memory cgroup");
+  }
+
   const EngineContext ctx_;
   int fd_ = -1;
+  bool joined_ = false;
+  int64_t read_bytes_start_ = -1;
+  int64_t read_bytes_ = -1;
+  MemoryReport memory_;
   std::vector<std::string> notes_;
 };
 
@@ -122,6 +278,7 @@ std::unique_ptr<Engine> NewKernelEngine(const EngineContext& ctx) {
 }
 
 std::unique_ptr<Engine> NewEngine(const EngineContext& ctx) {
+  if (ctx.engine.kind == EngineSpec::Kind::kLimit) return NewLimitEngine(ctx);
   if (!ctx.engine.is_folio()) return NewKernelEngine(ctx);
   return ctx.job.direct ? NewFolioDirectEngine(ctx) : NewFolioCachedEngine(ctx);
 }

@@ -20,6 +20,8 @@ constexpr int kPanelH = 260;
 const char* EngineColor(const EngineSpec& e, int index) {
   switch (e.kind) {
     case EngineSpec::Kind::kKernel: return "#8c8c8c";
+    case EngineSpec::Kind::kLimit: return "#d4d4d4";
+    case EngineSpec::Kind::kFio: return "#5f5f5f";
     case EngineSpec::Kind::kFolio4k: return "#4e79a7";
     case EngineSpec::Kind::kFolioDynamic: return "#59a14f";
     case EngineSpec::Kind::kFolioFixed: break;
@@ -81,6 +83,8 @@ std::string ShortTag(const EngineSpec& e) {
       std::string s = e.Name().substr(12);  // after "folio:fixed:"
       return s;
     }
+    case EngineSpec::Kind::kLimit: return "limit";
+    case EngineSpec::Kind::kFio: return "fio";
     case EngineSpec::Kind::kKernel: break;
   }
   return "kernel";

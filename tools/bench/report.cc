@@ -1,6 +1,7 @@
 #include "bench/report.h"
 
 #include <cstdio>
+#include <cstring>
 
 #include "base/units.h"
 
@@ -42,6 +43,16 @@ std::string ShortBytes(double bytes) {
                     ? "%.1f" : "%.0f", bytes) + kUnits[u];
 }
 
+// The memory column: "1G cg1", "1G cache", "2G buf", "all", "-".
+std::string MemoryLabel(const MemoryReport& m) {
+  if (m.kind == "cache") return FormatSize(m.limit_bytes) + " cache";
+  if (m.kind == "cgroup v1") return FormatSize(m.limit_bytes) + " cg1";
+  if (m.kind == "cgroup v2") return FormatSize(m.limit_bytes) + " cg2";
+  if (m.kind == "buffer") return FormatSize(m.limit_bytes) + " buf";
+  if (m.kind == "machine") return "all";
+  return "-";
+}
+
 std::string JobLine(const RunResult& r) {
   const JobSpec& j = r.job;
   std::string s =
@@ -58,6 +69,28 @@ std::string JobLine(const RunResult& r) {
   }
   s += std::string(" direct=") + (j.direct ? "1" : "0");
   if (j.pre_read) s += " pre_read=1";
+  if (RwModeIsRandom(j.rw) && j.random_distribution != RandomDist::kRandom) {
+    s += " random_distribution=" + DistributionText(j);
+  } else if (RwModeIsRandom(j.rw) && j.norandommap) {
+    s += " norandommap";
+  }
+  if (j.offset_bytes != 0) s += " offset=" + FormatSize(j.offset_bytes);
+  if (j.offset_percent != 0) s += " offset=" + std::to_string(j.offset_percent) + "%";
+  if (j.fsync_blocks != 0) s += " fsync=" + std::to_string(j.fsync_blocks);
+  if (j.fdatasync_blocks != 0) s += " fdatasync=" + std::to_string(j.fdatasync_blocks);
+  if (j.end_fsync) s += " end_fsync=1";
+  if (j.fsync_on_close) s += " fsync_on_close=1";
+  if (j.rate_iops_read != 0 || j.rate_iops_write != 0) {
+    s += " rate_iops=" + std::to_string(j.rate_iops_read) + "," + std::to_string(j.rate_iops_write);
+  }
+  if (j.startdelay_max_us != 0) {
+    s += " startdelay=" + Printf("%gs", static_cast<double>(j.startdelay_us) / 1e6);
+    if (j.startdelay_max_us != j.startdelay_us) {
+      s += "-" + Printf("%gs", static_cast<double>(j.startdelay_max_us) / 1e6);
+    }
+  }
+  if (j.loops != 1) s += " loops=" + std::to_string(j.loops);
+  if (!j.randrepeat) s += " randrepeat=0 (seed " + std::to_string(r.timed.seed) + ")";
   s += std::string("\n  ") + (r.on_device ? "device " : "file ") + r.file +
        (r.file_created ? " (created for the run)" : "") + "\n";
   return s;
@@ -180,7 +213,21 @@ Json JobOptionsJson(const JobSpec& j) {
               {"time_based", j.time_based ? "1" : "0"}, {"direct", j.direct ? "1" : "0"},
               {"rwmixread", std::to_string(j.rwmixread)},
               {"ramp_time", std::to_string(j.ramp_time_us / 1000000)},
-              {"pre_read", j.pre_read ? "1" : "0"}};
+              {"pre_read", j.pre_read ? "1" : "0"},
+              {"fsync", std::to_string(j.fsync_blocks)},
+              {"fdatasync", std::to_string(j.fdatasync_blocks)},
+              {"end_fsync", j.end_fsync ? "1" : "0"},
+              {"fsync_on_close", j.fsync_on_close ? "1" : "0"},
+              {"offset", j.offset_percent != 0 ? std::to_string(j.offset_percent) + "%"
+                                               : std::to_string(j.offset_bytes)},
+              {"randrepeat", j.randrepeat ? "1" : "0"},
+              {"norandommap", j.norandommap ? "1" : "0"},
+              {"random_distribution", DistributionText(j)},
+              {"rate_iops", std::to_string(j.rate_iops_read) + "," +
+                                std::to_string(j.rate_iops_write)},
+              {"startdelay", std::to_string(j.startdelay_us) + "us-" +
+                                 std::to_string(j.startdelay_max_us) + "us"},
+              {"loops", std::to_string(j.loops)}};
 }
 
 }  // namespace
@@ -198,6 +245,13 @@ double RunResult::cpu_s_per_gib() const {
   return (timed.usr_cpu_s + timed.sys_cpu_s) / (static_cast<double>(bytes()) / kGiB);
 }
 
+double RunResult::hit_ratio() const {
+  if (device_read_bytes < 0 || timed.read.bytes == 0) return -1;
+  const double miss =
+      static_cast<double>(device_read_bytes) / static_cast<double>(timed.read.bytes);
+  return miss >= 1 ? 0 : 1 - miss;
+}
+
 HistogramSnapshot RunResult::latency_ns() const {
   HistogramSnapshot h = timed.read.latency_ns;
   h.Merge(timed.write.latency_ns);
@@ -211,33 +265,52 @@ std::string FormatIops(double iops) {
   return Printf("%.0f", iops);
 }
 
-std::string FormatJobTable(const std::vector<RunResult>& runs) {
+std::string FormatJobTable(const std::vector<RunResult>& runs,
+                           const std::vector<std::string>& job_notes) {
   if (runs.empty()) return "";
   std::string out = JobLine(runs.front());
+  // The ratio columns: each row's IOPS over these rows' (when the job has them).
+  const RunResult* limit = nullptr;
   const RunResult* kernel = nullptr;
   const RunResult* folio4k = nullptr;
   for (const RunResult& r : runs) {
+    if (r.engine.kind == EngineSpec::Kind::kLimit) limit = &r;
     if (r.engine.kind == EngineSpec::Kind::kKernel) kernel = &r;
     if (r.engine.kind == EngineSpec::Kind::kFolio4k) folio4k = &r;
   }
+  struct Base {
+    const RunResult* run;
+    const char* title;
+  };
+  const Base bases[] = {{limit, "vs limit"}, {kernel, "vs kernel"}, {folio4k, "vs folio:4k"}};
   char line[256];
-  std::snprintf(line, sizeof(line), "  %-18s %9s %9s %8s %8s %9s", "engine", "IOPS", "MiB/s",
-                "p50 us", "p99 us", "CPU s/GiB");
+  bool hits = false;  // the hit column, when any run measured one
+  for (const RunResult& r : runs) hits = hits || r.hit_ratio() >= 0;
+  std::snprintf(line, sizeof(line), "  %-18s %-10s %9s %9s %8s %8s %9s", "engine", "memory",
+                "IOPS", "MiB/s", "p50 us", "p99 us", "CPU s/GiB");
   out += line;
-  if (kernel) out += "  vs kernel";
-  if (folio4k) out += "  vs folio:4k";
+  if (hits) out += "   hit %";
+  for (const Base& b : bases) {
+    if (b.run != nullptr) out += std::string("  ") + b.title;
+  }
   out += "\n";
   for (const RunResult& r : runs) {
     HistogramSnapshot lat = r.latency_ns();
-    std::snprintf(line, sizeof(line), "  %-18s %9s %9.1f %8s %8s %9.2f", r.engine.Name().c_str(),
+    std::snprintf(line, sizeof(line), "  %-18s %-10s %9s %9.1f %8s %8s %9.2f",
+                  r.engine.Name().c_str(), MemoryLabel(r.memory).c_str(),
                   FormatIops(r.iops()).c_str(), r.bytes_per_s() / (1024.0 * 1024.0),
                   FormatUs(lat.Percentile(0.5)).c_str(), FormatUs(lat.Percentile(0.99)).c_str(),
                   r.cpu_s_per_gib());
     out += line;
-    for (const RunResult* base : {kernel, folio4k}) {
-      if (base == nullptr) continue;
-      const double ratio = base->iops() > 0 ? r.iops() / base->iops() : 0;
-      std::snprintf(line, sizeof(line), base == kernel ? "  %8.2fx" : "  %11.2fx", ratio);
+    if (hits) {
+      const double h = r.hit_ratio();
+      out += h < 0 ? "        -" : Printf("  %7.1f", 100.0 * h);
+    }
+    for (const Base& b : bases) {
+      if (b.run == nullptr) continue;
+      const double ratio = b.run->iops() > 0 ? r.iops() / b.run->iops() : 0;
+      std::snprintf(line, sizeof(line), "  %*.2fx", static_cast<int>(std::strlen(b.title)) - 1,
+                    ratio);
       out += line;
     }
     out += "\n";
@@ -249,6 +322,7 @@ std::string FormatJobTable(const std::vector<RunResult>& runs) {
     for (const std::string& n : r.notes) out += "  note: " + n + "\n";
     if (r.timed.interrupted) out += "  note: " + r.engine.Name() + " was interrupted\n";
   }
+  for (const std::string& n : job_notes) out += "  note: " + n + "\n";
   return out + "\n";
 }
 
@@ -259,9 +333,19 @@ std::string FormatLegend() {
          "  p50, p99 us   per-operation completion latency (histogram buckets, within 25%)\n"
          "  CPU s/GiB     user + system CPU of the whole process during the timed region, per "
          "GiB moved\n"
+         "  memory        what the engine ran with: N cache (Folio's --cache), N cg1 / cg2 (the "
+         "kernel in a memory cgroup\n"
+         "                of N, v1 / v2), all (no limit), N buf (limit's buffer), - (direct=1)\n"
+         "  hit %         100 * (1 - bytes read from the device / bytes the job read) over the "
+         "timed region: folio from its\n"
+         "                device's counters, kernel from /proc/self/io read_bytes (both include "
+         "readahead)\n"
          "  vs X          IOPS of this engine divided by X's IOPS in the same job\n"
-         "  kernel        pread/pwrite through the kernel page cache (all of the machine's "
-         "memory, not --cache) or O_DIRECT\n"
+         "  limit         memcpy from / to an anonymous buffer of the file's size, the same "
+         "offsets and threads: the ceiling of a cached run\n"
+         "  kernel        pread/pwrite through the kernel page cache (in a memory cgroup of "
+         "--kernel-memory, default --cache),\n"
+         "                or O_DIRECT through io_uring with iodepth in flight\n"
          "  folio:P       Folio's page cache of --cache bytes, folio policy P, over the file "
          "opened O_DIRECT (direct=1: the io layer alone)\n"
          "  hits/misses   lookups served by a resident folio / folios created for a miss; "
@@ -288,10 +372,23 @@ Json ResultsJson(const std::vector<RunResult>& runs, uint64_t cache_bytes) {
     j["job_runtime"] = static_cast<uint64_t>(secs * 1000);
     j["read"] = DirJson(r.timed.read, secs);
     j["write"] = DirJson(r.timed.write, secs);
+    // fio's "sync" object: syncs issued by fsync= / fdatasync= / end_fsync / fsync_on_close.
+    j["sync"] = {{"total_ios", r.timed.sync.ops},
+                 {"lat_ns", {{"mean", r.timed.sync.latency_ns.Mean()},
+                             {"max", r.timed.sync.latency_ns.max},
+                             {"p99", r.timed.sync.ops ? r.timed.sync.latency_ns.Percentile(0.99)
+                                                      : 0}}}};
     j["usr_cpu"] = secs > 0 ? 100.0 * r.timed.usr_cpu_s / secs : 0;
     j["sys_cpu"] = secs > 0 ? 100.0 * r.timed.sys_cpu_s / secs : 0;
     j["cpu_s_per_gib"] = r.cpu_s_per_gib();
     j["interrupted"] = r.timed.interrupted;
+    j["memory"] = {{"kind", r.memory.kind}, {"limit_bytes", r.memory.limit_bytes},
+                   {"peak_bytes", r.memory.peak_bytes}, {"cgroup", r.memory.cgroup},
+                   {"why", r.memory.why}};
+    if (r.hit_ratio() >= 0) {
+      j["hit_ratio"] = r.hit_ratio();
+      j["device_read_bytes"] = r.device_read_bytes;
+    }
     if (r.has_folio) j["folio"] = FolioJson(r.folio);
     j["notes"] = r.notes;
     jobs.push_back(j);

@@ -27,6 +27,8 @@ struct RunResult {
   TimedRun timed;
   bool has_folio = false;
   FolioRunStats folio;
+  MemoryReport memory;
+  int64_t device_read_bytes = -1;  // over the timed region; -1 = not counted
   std::vector<std::string> notes;
 
   uint64_t ops() const { return timed.read.ops + timed.write.ops; }
@@ -36,14 +38,19 @@ struct RunResult {
   double cpu_s_per_gib() const;  // 0 when nothing moved
   // Read and write latencies together.
   HistogramSnapshot latency_ns() const;
+  // 1 - device read bytes / bytes the job read, in [0, 1]; -1 when not measured (direct=1,
+  // limit, a job that does not read).
+  double hit_ratio() const;
 };
 
 // "412k", "1.01M", "950".
 std::string FormatIops(double iops);
 
-// The table of one job's runs (all of the same job), then a line of folio stats per folio
-// engine and the notes. Ends with a blank line.
-std::string FormatJobTable(const std::vector<RunResult>& runs);
+// The table of one job's runs (all of the same job), with ratio columns to the limit, kernel
+// and folio:4k rows when the job has them, then a line of folio stats per folio engine, the
+// runs' notes and `job_notes` (e.g. an engine skipped for this job). Ends with a blank line.
+std::string FormatJobTable(const std::vector<RunResult>& runs,
+                           const std::vector<std::string>& job_notes = {});
 // The legend printed once after all tables.
 std::string FormatLegend();
 

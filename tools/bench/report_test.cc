@@ -27,7 +27,7 @@ TEST(EngineSpecTest, RejectsWithTheChoices) {
   for (const char* bad : {"xfs", "folio", "folio:", "folio:8k", "Kernel", ""}) {
     Result<EngineSpec> e = ParseEngine(bad);
     ASSERT_FALSE(e.ok()) << bad;
-    EXPECT_NE(e.status().message().find("unknown engine; use kernel, folio:4k"),
+    EXPECT_NE(e.status().message().find("unknown engine; use limit, kernel, folio:4k"),
               std::string::npos) << e.status().message();
   }
   for (const char* bad : {"folio:fixed:3k", "folio:fixed:4m", "folio:fixed:2k",
@@ -41,9 +41,13 @@ TEST(EngineSpecTest, RejectsWithTheChoices) {
 TEST(EngineSpecTest, Lists) {
   Result<std::vector<EngineSpec>> all = ParseEngineList(kDefaultEngines);
   ASSERT_TRUE(all.ok());
-  ASSERT_EQ(all->size(), 4u);
-  EXPECT_EQ((*all)[0].Name(), "kernel");
-  EXPECT_EQ((*all)[2].Name(), "folio:fixed:64k");
+  ASSERT_EQ(all->size(), 5u);
+  EXPECT_EQ((*all)[0].Name(), "limit");
+  EXPECT_EQ((*all)[1].Name(), "kernel");
+  EXPECT_EQ((*all)[3].Name(), "folio:fixed:64k");
+  EXPECT_FALSE((*all)[0].is_folio());
+  EXPECT_FALSE((*all)[0].uses_kernel_page_cache());
+  EXPECT_TRUE((*all)[1].uses_kernel_page_cache());
   EXPECT_FALSE(ParseEngineList("kernel,,folio:4k").ok());
   EXPECT_FALSE(ParseEngineList("kernel,").ok());
   EXPECT_FALSE(ParseEngineList("").ok());
@@ -101,6 +105,39 @@ TEST(ReportTest, TableHasRatiosAndFolioStats) {
   EXPECT_NE(t.find("writeback 4 req (mean 64K)"), std::string::npos) << t;
   EXPECT_EQ(FormatJobTable({}), "");
   EXPECT_NE(FormatLegend().find("CPU s/GiB"), std::string::npos);
+}
+
+TEST(ReportTest, LimitColumnMemoryAndHitRatio) {
+  std::vector<RunResult> runs = {FakeRun("limit", 4000000, 4), FakeRun("kernel", 1000000, 4),
+                                 FakeRun("folio:dynamic", 3000000, 4)};
+  runs[0].memory.kind = "buffer";
+  runs[0].memory.limit_bytes = 512ull << 20;
+  runs[1].memory.kind = "cgroup v1";
+  runs[1].memory.limit_bytes = 1ull << 30;
+  runs[1].device_read_bytes = static_cast<int64_t>(runs[1].timed.read.bytes / 4);  // 75% hits
+  runs[2].memory.kind = "cache";
+  runs[2].memory.limit_bytes = 1ull << 30;
+  runs[2].device_read_bytes = 0;
+  const std::string t = FormatJobTable(runs, {"limit: a job note"});
+  EXPECT_NE(t.find("hit %  vs limit  vs kernel"), std::string::npos) << t;
+  EXPECT_NE(t.find("1G cg1"), std::string::npos) << t;
+  EXPECT_NE(t.find("1G cache"), std::string::npos) << t;
+  EXPECT_NE(t.find("512M buf"), std::string::npos) << t;
+  EXPECT_NE(t.find("   75.0"), std::string::npos) << t;
+  EXPECT_NE(t.find("  100.0"), std::string::npos) << t;
+  EXPECT_NE(t.find("0.75x"), std::string::npos) << "folio:dynamic vs limit\n" << t;
+  EXPECT_NE(t.find("note: limit: a job note"), std::string::npos) << t;
+  EXPECT_DOUBLE_EQ(runs[1].hit_ratio(), 0.75);
+  EXPECT_EQ(runs[0].hit_ratio(), -1);
+  runs[1].device_read_bytes = static_cast<int64_t>(runs[1].timed.read.bytes * 2);  // readahead
+  EXPECT_EQ(runs[1].hit_ratio(), 0);
+  nlohmann::ordered_json j = ResultsJson(runs, 1ull << 30);
+  EXPECT_EQ(j["jobs"][1]["memory"]["kind"], "cgroup v1");
+  EXPECT_EQ(j["jobs"][1]["memory"]["limit_bytes"], 1ull << 30);
+  EXPECT_FALSE(j["jobs"][0].contains("hit_ratio"));
+  EXPECT_EQ(j["jobs"][2]["hit_ratio"], 1.0);
+  EXPECT_EQ(j["jobs"][2]["sync"]["total_ios"], 0u);
+  EXPECT_EQ(j["jobs"][2]["job options"]["random_distribution"], "random");
 }
 
 TEST(ReportTest, CpuPerGib) {

@@ -16,6 +16,7 @@
 #include "bench/datafile.h"
 #include "bench/device.h"
 #include "bench/engine.h"
+#include "bench/memcg.h"
 #include "bench/plot.h"
 #include "bench/report.h"
 #include "cli_util.h"
@@ -27,6 +28,8 @@ namespace {
 
 constexpr char kPrefix[] = "folio bench";
 constexpr int kExitInterrupted = 130;
+// The base seed of randrepeat=1 jobs without --seed (fio seeds its generators predictably too).
+constexpr uint64_t kRandRepeatSeed = 0x89;
 
 // A job as loaded, with the job file it came from.
 struct LoadedJob {
@@ -38,7 +41,9 @@ struct LoadedJob {
 struct PlannedJob {
   JobSpec job;
   std::string file;         // empty: create in the bench directory; --device: the spec
-  uint64_t file_bytes = 0;  // bytes the job covers
+  uint64_t file_bytes = 0;  // bytes of the file (device) the job uses: its region's end
+  uint64_t region_offset = 0;  // the job's region (offset=): [region_offset, file_bytes)
+  uint64_t region_bytes = 0;
   uint64_t fill_from = 0;   // for a named file that is short: fill [fill_from, file_bytes)
   bool on_device = false;   // --device
 };
@@ -50,6 +55,39 @@ std::string JobWhere(const JobSpec& job, const std::string& jobfile) {
 // Whether a job needs data in place before it runs (it reads, or reads everything first).
 bool JobReads(const JobSpec& job) { return RwModeReads(job.rw) || job.pre_read; }
 
+// offset=: where the job's region starts in a file (device) of `avail` bytes, and its size.
+// offset=BYTES puts `size` bytes (default: the rest of the file) after BYTES; offset=N% starts
+// at N% of the file, rounded up to bs, and runs to the end of the file (at most `size`), as fio
+// caps the file at "real_size - offset".
+Status PlaceRegion(const JobSpec& job, const std::string& where, uint64_t avail,
+                   PlannedJob* out) {
+  uint64_t offset = job.offset_bytes;
+  if (job.offset_percent != 0) {
+    offset = avail / 100 * job.offset_percent + avail % 100 * job.offset_percent / 100;
+    offset = (offset + job.block_bytes - 1) / job.block_bytes * job.block_bytes;
+  }
+  if (offset % 4096 != 0) {
+    return Status::InvalidArgument(where + ": offset=" + std::to_string(offset) +
+                                   " must be a multiple of 4K (the folio engines open the "
+                                   "file O_DIRECT)");
+  }
+  if (offset >= avail) {
+    return Status::InvalidArgument(where + ": offset=" + FormatSize(offset) +
+                                   " is at or past the end of the " + FormatSize(avail) +
+                                   " the job has; lower offset or raise size");
+  }
+  uint64_t bytes = avail - offset;
+  if (job.size_bytes != 0) bytes = std::min(bytes, job.size_bytes);
+  if (bytes < job.block_bytes) {
+    return Status::InvalidArgument(where + ": the region after offset=" + FormatSize(offset) +
+                                   " has " + FormatSize(bytes) + ", less than bs=" +
+                                   FormatSize(job.block_bytes));
+  }
+  out->region_offset = offset;
+  out->region_bytes = bytes;
+  return Status::OK();
+}
+
 // A job on the --device: it covers the first `size` bytes (default the whole device).
 Status PlanDeviceJob(const JobSpec& job, const std::string& jobfile, const std::string& spec,
                      uint64_t device_bytes, PlannedJob* out) {
@@ -57,7 +95,9 @@ Status PlanDeviceJob(const JobSpec& job, const std::string& jobfile, const std::
   out->job = job;
   out->file = spec;
   out->on_device = true;
-  const uint64_t bytes = job.size_bytes != 0 ? job.size_bytes : device_bytes / 4096 * 4096;
+  const uint64_t bytes = job.size_bytes != 0 && job.offset_percent == 0
+                             ? job.offset_bytes + job.size_bytes
+                             : device_bytes / 4096 * 4096;
   if (bytes > device_bytes) {
     return Status::InvalidArgument(where + ": size=" + FormatSize(bytes) +
                                    " does not fit --device " + spec + " of " +
@@ -74,7 +114,7 @@ Status PlanDeviceJob(const JobSpec& job, const std::string& jobfile, const std::
                                    FormatSize(job.block_bytes));
   }
   out->file_bytes = bytes;
-  return Status::OK();
+  return PlaceRegion(job, where, bytes, out);
 }
 
 Status PlanJob(const JobSpec& job, const std::string& jobfile, PlannedJob* out) {
@@ -95,7 +135,10 @@ Status PlanJob(const JobSpec& job, const std::string& jobfile, PlannedJob* out) 
                                      " does not exist and the job has no size; add size=SIZE");
     }
   }
-  uint64_t bytes = job.size_bytes != 0 ? job.size_bytes : existing / 4096 * 4096;
+  // offset=BYTES with size=S needs BYTES + S of file; offset=N% is N% of the file.
+  uint64_t bytes = job.size_bytes == 0 ? existing / 4096 * 4096
+                   : job.offset_percent != 0 ? job.size_bytes
+                                             : job.offset_bytes + job.size_bytes;
   if (bytes % 4096 != 0) {
     return Status::InvalidArgument(where + ": size=" + FormatSize(bytes) +
                                    " must be a multiple of 4K (the folio engines open the file "
@@ -107,7 +150,7 @@ Status PlanJob(const JobSpec& job, const std::string& jobfile, PlannedJob* out) 
   }
   out->file_bytes = bytes;
   out->fill_from = job.filename.empty() ? 0 : std::min(existing, bytes);
-  return Status::OK();
+  return PlaceRegion(job, where, bytes, out);
 }
 
 Status LoadAll(const BenchConfig& config, std::vector<LoadedJob>* jobs) {
@@ -191,6 +234,9 @@ class Bench {
     return config_.json ? ProgressMode::kOff : ProgressMode::kAuto;
   }
   int Emit();
+  // Makes the kernel engine's memory cgroup when a buffered job runs a kernel engine; on
+  // failure the kernel runs with all of the machine's memory and the reason is printed.
+  void MakeMemoryCgroup(const std::vector<PlannedJob>& jobs);
   // --device: opens the device and makes the arena of direct=1 buffers.
   int OpenDevice(const std::vector<LoadedJob>& loaded);
   Status MakeDirectArena(const std::vector<PlannedJob>& jobs);
@@ -203,7 +249,32 @@ class Bench {
   std::unique_ptr<FolioArena> direct_arena_;
   std::unique_ptr<BlockDevice> device_;
   uint64_t laid_bytes_ = 0;  // [0, laid_bytes_) of the device holds the bench's data
+  std::unique_ptr<MemoryCgroup> memcg_;
+  std::string unlimited_why_;  // why the kernel runs without a cgroup
 };
+
+void Bench::MakeMemoryCgroup(const std::vector<PlannedJob>& jobs) {
+  bool kernel = false;
+  for (const EngineSpec& e : config_.engines) kernel = kernel || e.uses_kernel_page_cache();
+  bool buffered = false;
+  for (const PlannedJob& p : jobs) buffered = buffered || !p.job.direct;
+  if (!kernel || !buffered) return;
+  if (!config_.kernel_memory_bytes) {
+    unlimited_why_ = "--kernel-memory all";
+    return;
+  }
+  Result<std::unique_ptr<MemoryCgroup>> cg = MemoryCgroup::Create(*config_.kernel_memory_bytes);
+  if (cg.ok()) {
+    memcg_ = std::move(cg).value();
+    return;
+  }
+  unlimited_why_ = std::string(cg.status().message());
+  if (!config_.json) {
+    std::printf("folio bench: note: the kernel engine runs with all of the machine's memory, "
+                "not %s: %s\n",
+                FormatSize(*config_.kernel_memory_bytes).c_str(), unlimited_why_.c_str());
+  }
+}
 
 int Bench::OpenDevice(const std::vector<LoadedJob>& loaded) {
   if (!config_.device_hooks.installed()) {
@@ -243,10 +314,14 @@ Result<RunResult> Bench::RunOne(const PlannedJob& p, const EngineSpec& spec, uin
   ctx.engine = spec;
   ctx.path = p.on_device ? config_.device_kernel_path : p.file;
   ctx.file_bytes = p.file_bytes;
+  ctx.region_offset = p.region_offset;
+  ctx.region_bytes = p.region_bytes;
   ctx.cache_bytes = config_.cache_bytes;
   ctx.stop = stop_.flag();
   ctx.device = device_.get();
   ctx.direct_arena = direct_arena_.get();
+  ctx.memcg = memcg_.get();
+  ctx.unlimited_why = unlimited_why_;
   std::unique_ptr<Engine> engine = NewEngine(ctx);
   FOLIO_RETURN_IF_ERROR(engine->Prepare());
 
@@ -258,9 +333,11 @@ Result<RunResult> Bench::RunOne(const PlannedJob& p, const EngineSpec& spec, uin
   uint64_t last_ms = 0, last_ops = 0;
   WorkloadPlan plan;
   plan.job = p.job;
-  plan.region_bytes = p.file_bytes;
+  plan.region_offset = p.region_offset;
+  plan.region_bytes = p.region_bytes;
   plan.seed = seed;
   plan.stop = stop_.flag();
+  plan.on_measure_start = [&engine] { engine->OnMeasureStart(); };
   plan.on_tick = [&](uint64_t elapsed_ms, uint64_t ops) {
     if (elapsed_ms > last_ms) {
       const double iops = static_cast<double>(ops - last_ops) * 1000.0 /
@@ -288,6 +365,8 @@ Result<RunResult> Bench::RunOne(const PlannedJob& p, const EngineSpec& spec, uin
     r.has_folio = true;
     r.folio = *f;
   }
+  r.memory = engine->memory();
+  r.device_read_bytes = engine->device_read_bytes();
   r.notes = engine->notes();
   return r;
 }
@@ -306,7 +385,9 @@ int Bench::Run() {
   }
   if (!status.ok()) return cli::ExitWithStatus(kPrefix, status);
   std::unique_ptr<BenchDir> dir;
-  const uint64_t seed = config_.seed ? *config_.seed : std::random_device{}();
+  // fio's randrepeat (default 1): the same offsets every run, from a fixed seed; --seed
+  // replaces it; a job with randrepeat=0 draws a fresh seed (unless --seed is given).
+  const uint64_t seed = config_.seed ? *config_.seed : kRandRepeatSeed;
   if (!config_.json) {
     std::string names;
     for (const EngineSpec& e : config_.engines) names += (names.empty() ? "" : ", ") + e.Name();
@@ -314,16 +395,30 @@ int Bench::Run() {
     if (on_device()) {
       where = "device " + config_.device_spec + " (" + FormatSize(device_->size_bytes()) + "), ";
     }
-    std::printf("folio bench: %scache %s, engines %s, seed %llu\n",
+    std::printf("folio bench: %scache %s, engines %s, seed %llu%s\n",
                 where.c_str(), FormatSize(config_.cache_bytes).c_str(), names.c_str(),
-                static_cast<unsigned long long>(seed));
+                static_cast<unsigned long long>(seed),
+                config_.seed ? "" : " (randrepeat: the same every run; --seed N to change)");
     for (const EngineSpec& e : config_.skipped_engines) {
       std::printf("folio bench: %s skipped: %s is not a file it can open (give --engine to "
                   "choose engines)\n",
                   e.Name().c_str(), config_.device_spec.c_str());
     }
+  }
+  MakeMemoryCgroup(jobs);
+  if (!config_.json) {
+    if (memcg_ != nullptr) {
+      std::printf("folio bench: the kernel engine runs in memory cgroup %s (%s %s)\n",
+                  memcg_->path().c_str(), memcg_->LimitName().c_str(),
+                  FormatSize(memcg_->limit_bytes()).c_str());
+    }
     std::printf("\n");
     std::fflush(stdout);
+  }
+  std::vector<uint64_t> job_seeds;  // every engine of a job uses the job's seed
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const bool fresh = !config_.seed && !jobs[j].job.randrepeat;
+    job_seeds.push_back(fresh ? std::random_device{}() : seed + j);
   }
   for (size_t j = 0; j < jobs.size(); ++j) {
     PlannedJob& p = jobs[j];
@@ -350,9 +445,15 @@ int Bench::Run() {
       if (!s.ok()) return Fail(s, "job '" + p.job.name + "'");
     }
     std::vector<RunResult> job_runs;
+    std::vector<std::string> job_notes;
     for (const EngineSpec& spec : config_.engines) {
       if (stop_.stopped()) return Interrupted();
-      Result<RunResult> r = RunOne(p, spec, seed + j);
+      if (spec.kind == EngineSpec::Kind::kLimit && p.job.direct) {
+        job_notes.push_back("limit skipped: it is the ceiling of cached runs, and direct=1 "
+                            "bypasses every cache");
+        continue;
+      }
+      Result<RunResult> r = RunOne(p, spec, job_seeds[j]);
       if (!r.ok()) return Fail(r.status(), "job '" + p.job.name + "' engine " + spec.Name());
       job_runs.push_back(*r);
       results_.push_back(*r);
@@ -360,7 +461,7 @@ int Bench::Run() {
     if (dir != nullptr && !p.on_device && p.job.filename.empty()) dir->Remove(p.file);
     if (stop_.stopped()) return Interrupted();
     if (!config_.json) {
-      std::fputs(FormatJobTable(job_runs).c_str(), stdout);
+      std::fputs(FormatJobTable(job_runs, job_notes).c_str(), stdout);
       std::fflush(stdout);
     }
   }

@@ -29,7 +29,10 @@ struct BenchConfig {
   bool json = false;
   std::string plot_path;              // empty: no plot
   std::vector<std::string> jobfiles;
-  std::optional<uint64_t> seed;       // default: random, printed
+  std::optional<uint64_t> seed;       // default: fixed (randrepeat), printed
+  // --kernel-memory: the memory cgroup limit of the kernel engine's buffered runs (default
+  // cache_bytes: equal memory); nullopt = all of the machine's memory (no cgroup).
+  std::optional<uint64_t> kernel_memory_bytes;
   // --device: every engine runs on this device spec, opened with device_hooks.open;
   // device_kernel_path is the kernel engine's file ("" for raid: / mem:).
   std::string device_spec;

@@ -20,11 +20,13 @@ double TimevalSeconds(const timeval& tv) {
   return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
 }
 
-// The shared clock of one run, fixed before the workers start.
+// The shared clock of one run, fixed before the workers start; each worker adds its own
+// startdelay.
 struct RunClock {
   std::atomic<bool> go{false};
-  uint64_t measure_start_ns = 0;
-  uint64_t end_ns = 0;  // 0 = no time limit
+  uint64_t start_ns = 0;
+  uint64_t ramp_ns = 0;
+  uint64_t runtime_ns = 0;  // 0 = no time limit
 };
 
 class Worker {
@@ -32,24 +34,43 @@ class Worker {
   Worker(const WorkloadPlan& plan, uint32_t index, std::unique_ptr<WorkerIo> io,
          const RunClock* clock)
       : plan_(plan),
+        job_(plan.job),
         io_(std::move(io)),
         clock_(clock),
-        gen_(plan.job, plan.region_bytes, plan.seed + 0x1000193ull * (index + 1)),
+        gen_(plan.job, plan.region_offset, plan.region_bytes,
+             plan.seed + 0x1000193ull * (index + 1)),
         depth_(std::max<uint32_t>(1, io_->depth())),
         started_ns_(depth_),
         ops_(depth_) {
-    bytes_limit_ = plan.job.time_based ? 0
-                   : plan.job.size_bytes != 0 ? plan.job.size_bytes
-                                              : plan.region_bytes;
+    loop_bytes_ = job_.time_based ? 0 : job_.size_bytes != 0 ? job_.size_bytes : plan.region_bytes;
+    loops_left_ = job_.time_based ? 1 : job_.loops;
+    uint64_t state = plan.seed ^ (0xd1b54a32d192ed03ull * (index + 1));
+    const uint64_t span = job_.startdelay_max_us - job_.startdelay_us;
+    delay_ns_ = (job_.startdelay_us + (span == 0 ? 0 : SplitMix64(&state) % (span + 1))) * 1000;
   }
 
   void Run() {
     while (!clock_->go.load(std::memory_order_acquire)) std::this_thread::yield();
-    for (uint32_t slot = 0; slot < depth_; ++slot) {
-      if (!TryStart(slot)) break;
-    }
+    const uint64_t begin = clock_->start_ns + delay_ns_;
+    measure_start_ns_ = begin + clock_->ramp_ns;
+    end_ns_ = clock_->runtime_ns == 0 ? 0 : measure_start_ns_ + clock_->runtime_ns;
+    SleepUntil(begin);
+    std::vector<uint32_t> free_slots;
+    for (uint32_t slot = depth_; slot > 0; --slot) free_slots.push_back(slot - 1);
     std::vector<uint32_t> done;
-    while (inflight_ > 0) {
+    for (;;) {
+      while (!free_slots.empty() && TryStart(free_slots.back())) free_slots.pop_back();
+      if (inflight_ == 0) {
+        if (!status_.ok() || Stopping()) break;
+        if (sync_due_) {
+          DoSync(sync_datasync_);
+          sync_due_ = false;
+          continue;
+        }
+        if (pending_ && WaitForRate()) continue;
+        if (!loop_done_ || !NextLoop()) break;
+        continue;
+      }
       done.clear();
       Status s = io_->Reap(&done);
       if (!s.ok() && status_.ok()) status_ = s;
@@ -58,9 +79,10 @@ class Worker {
       for (uint32_t slot : done) {
         --inflight_;
         Complete(slot, now);
-        TryStart(slot);
+        free_slots.push_back(slot);
       }
     }
+    if (status_.ok() && job_.end_fsync && wrote_) DoSync(false);
     measure_end_ns_ = NowNs();
     finished_.store(true, std::memory_order_release);
   }
@@ -69,24 +91,79 @@ class Worker {
   uint64_t live_ops() const { return live_ops_.load(std::memory_order_relaxed); }
   bool finished() const { return finished_.load(std::memory_order_acquire); }
   const Status& status() const { return status_; }
+  uint64_t measure_start_ns() const { return measure_start_ns_; }
   uint64_t measure_end_ns() const { return measure_end_ns_; }
   void AddTo(TimedRun* run) const {
     AddDir(read_, read_lat_, &run->read);
     AddDir(write_, write_lat_, &run->write);
+    AddDir(sync_, sync_lat_, &run->sync);
   }
 
  private:
+  bool Stopping() const {
+    return plan_.stop->load(std::memory_order_relaxed) ||
+           (end_ns_ != 0 && NowNs() >= end_ns_);
+  }
+
+  // Sleeps until `t` (or a stop), in steps so SIGINT is seen.
+  void SleepUntil(uint64_t t) const {
+    for (uint64_t now = NowNs(); now < t && !plan_.stop->load(); now = NowNs()) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(t - now, 50000000)));
+    }
+  }
+
+  // rate_iops: the earliest start of the next op of that direction (0 = unlimited).
+  uint64_t RateNs(bool write) const {
+    const uint64_t rate = write ? job_.rate_iops_write : job_.rate_iops_read;
+    if (rate == 0) return 0;
+    const uint64_t k = write ? rate_ops_write_ : rate_ops_read_;
+    return measure_start_ns_ - clock_->ramp_ns +
+           static_cast<uint64_t>(static_cast<double>(k) * 1e9 / static_cast<double>(rate));
+  }
+  // Nothing in flight and the pending op is paced: sleep until it may go. Returns false when
+  // the run ends first.
+  bool WaitForRate() {
+    const uint64_t t = RateNs(pending_op_.write);
+    if (end_ns_ != 0 && t >= end_ns_) {
+      SleepUntil(end_ns_);
+      return false;
+    }
+    SleepUntil(t);
+    return !plan_.stop->load();
+  }
+
   bool TryStart(uint32_t slot) {
-    if (!status_.ok() || plan_.stop->load(std::memory_order_relaxed)) return false;
+    if (!status_.ok() || sync_due_ || loop_done_ || plan_.stop->load(std::memory_order_relaxed)) {
+      return false;
+    }
     const uint64_t now = NowNs();
-    if (clock_->end_ns != 0 && now >= clock_->end_ns) return false;
-    const bool measured = now >= clock_->measure_start_ns;
-    if (measured && bytes_limit_ != 0 && issued_bytes_ >= bytes_limit_) return false;
-    Op op = gen_.Next();
+    if (end_ns_ != 0 && now >= end_ns_) return false;
+    const bool measured = now >= measure_start_ns_;
+    if (measured && loop_bytes_ != 0 && issued_bytes_ >= loop_bytes_) {
+      loop_done_ = true;
+      return false;
+    }
+    if (!pending_) {
+      pending_op_ = gen_.Next();
+      pending_ = true;
+    }
+    if (now < RateNs(pending_op_.write)) return false;
+    Op op = pending_op_;
+    pending_ = false;
     op.slot = slot;
-    if (measured) issued_bytes_ += plan_.job.block_bytes;
+    if (measured) issued_bytes_ += job_.block_bytes;
+    (op.write ? rate_ops_write_ : rate_ops_read_)++;
     started_ns_[slot] = now;
     ops_[slot] = op;
+    if (op.write) {
+      wrote_ = loop_wrote_ = true;
+      ++writes_issued_;
+      const bool fsync = job_.fsync_blocks != 0 && writes_issued_ % job_.fsync_blocks == 0;
+      if (fsync || (job_.fdatasync_blocks != 0 && writes_issued_ % job_.fdatasync_blocks == 0)) {
+        sync_due_ = true;
+        sync_datasync_ = !fsync;  // both due: the full fsync covers the data sync
+      }
+    }
     Status s = io_->Start(op);
     ++inflight_;  // started even if it failed: Reap returns its slot
     if (!s.ok()) {
@@ -96,12 +173,34 @@ class Worker {
     return true;
   }
 
+  // A loop (fio's loops=N) ended with nothing in flight: fsync_on_close, then the next loop.
+  bool NextLoop() {
+    if (job_.fsync_on_close && loop_wrote_) DoSync(false);
+    loop_wrote_ = false;
+    if (--loops_left_ == 0 || !status_.ok()) return false;
+    loop_done_ = false;
+    pending_ = false;
+    issued_bytes_ = 0;
+    gen_.Restart();
+    return true;
+  }
+
+  void DoSync(bool datasync) {
+    const uint64_t t0 = NowNs();
+    Status s = io_->Sync(datasync);
+    const uint64_t t1 = NowNs();
+    if (!s.ok() && status_.ok()) status_ = s;
+    if (t0 < measure_start_ns_) return;
+    sync_.ops++;
+    sync_lat_.Record(t1 - t0);
+  }
+
   void Complete(uint32_t slot, uint64_t now) {
     live_ops_.fetch_add(1, std::memory_order_relaxed);
-    if (started_ns_[slot] < clock_->measure_start_ns) return;
+    if (started_ns_[slot] < measure_start_ns_) return;
     Counter& c = ops_[slot].write ? write_ : read_;
     c.ops++;
-    c.bytes += plan_.job.block_bytes;
+    c.bytes += job_.block_bytes;
     (ops_[slot].write ? write_lat_ : read_lat_).Record(now - started_ns_[slot]);
   }
 
@@ -116,54 +215,37 @@ class Worker {
   }
 
   const WorkloadPlan& plan_;
+  const JobSpec& job_;
   std::unique_ptr<WorkerIo> io_;
   const RunClock* clock_;
   OpGenerator gen_;
   const uint32_t depth_;
   std::vector<uint64_t> started_ns_;
   std::vector<Op> ops_;
-  uint64_t bytes_limit_ = 0;
-  uint64_t issued_bytes_ = 0;
+  uint64_t delay_ns_ = 0;
+  uint64_t measure_start_ns_ = 0;
+  uint64_t end_ns_ = 0;
+  uint64_t loop_bytes_ = 0;
+  uint32_t loops_left_ = 1;
+  uint64_t issued_bytes_ = 0;  // measured bytes issued in this loop
+  bool loop_done_ = false;
+  bool pending_ = false;       // pending_op_ was drawn but waits for its rate slot
+  Op pending_op_;
+  uint64_t rate_ops_read_ = 0, rate_ops_write_ = 0;
+  uint64_t writes_issued_ = 0;
+  bool sync_due_ = false;
+  bool sync_datasync_ = false;
+  bool wrote_ = false, loop_wrote_ = false;
   uint32_t inflight_ = 0;
   Status status_;
-  Counter read_, write_;
-  Histogram read_lat_, write_lat_;
+  Counter read_, write_, sync_;
+  Histogram read_lat_, write_lat_, sync_lat_;
   std::atomic<uint64_t> live_ops_{0};
   std::atomic<bool> finished_{false};
   uint64_t measure_end_ns_ = 0;
 };
 
 }  // namespace
-
-OpGenerator::OpGenerator(const JobSpec& job, uint64_t region_bytes, uint64_t seed)
-    : job_(job), blocks_(std::max<uint64_t>(1, region_bytes / job.block_bytes)), state_(seed) {}
-
-Op OpGenerator::Next() {
-  Op op;
-  switch (job_.rw) {
-    case RwMode::kRead:
-    case RwMode::kRandRead:
-      op.write = false;
-      break;
-    case RwMode::kWrite:
-    case RwMode::kRandWrite:
-      op.write = true;
-      break;
-    case RwMode::kReadWrite:
-    case RwMode::kRandReadWrite:
-      op.write = SplitMix64(&state_) % 100 >= job_.rwmixread;
-      break;
-  }
-  uint64_t block;
-  if (RwModeIsRandom(job_.rw)) {
-    block = SplitMix64(&state_) % blocks_;
-  } else {
-    block = cursor_;
-    cursor_ = cursor_ + 1 == blocks_ ? 0 : cursor_ + 1;
-  }
-  op.pos = block * job_.block_bytes;
-  return op;
-}
 
 Result<TimedRun> RunWorkload(const WorkloadPlan& plan, const WorkerIoFactory& make_io) {
   RunClock clock;
@@ -176,8 +258,11 @@ Result<TimedRun> RunWorkload(const WorkloadPlan& plan, const WorkerIoFactory& ma
   for (auto& w : workers) threads.emplace_back([&w] { w->Run(); });
 
   const uint64_t start_ns = NowNs();
-  clock.measure_start_ns = start_ns + plan.job.ramp_time_us * 1000;
-  clock.end_ns = plan.job.runtime_us == 0 ? 0 : clock.measure_start_ns + plan.job.runtime_us * 1000;
+  clock.start_ns = start_ns;
+  clock.ramp_ns = plan.job.ramp_time_us * 1000;
+  clock.runtime_ns = plan.job.runtime_us * 1000;
+  // The earliest worker's measurement starts here (the shortest startdelay).
+  const uint64_t first_measure_ns = start_ns + plan.job.startdelay_us * 1000 + clock.ramp_ns;
   clock.go.store(true, std::memory_order_release);
 
   rusage usage_start{};
@@ -186,16 +271,17 @@ Result<TimedRun> RunWorkload(const WorkloadPlan& plan, const WorkerIoFactory& ma
     const bool all_done = std::all_of(workers.begin(), workers.end(),
                                       [](const auto& w) { return w->finished(); });
     uint64_t now = NowNs();
-    if (!have_usage_start && (now >= clock.measure_start_ns || all_done)) {
+    if (!have_usage_start && (now >= first_measure_ns || all_done)) {
       getrusage(RUSAGE_SELF, &usage_start);
       have_usage_start = true;
+      if (plan.on_measure_start) plan.on_measure_start();
     }
     if (all_done) break;
     uint64_t ops = 0;
     for (const auto& w : workers) ops += w->live_ops();
     if (plan.on_tick) plan.on_tick((now - start_ns) / 1000000, ops);
     uint64_t sleep_ns = 100000000;
-    if (!have_usage_start) sleep_ns = std::min(sleep_ns, clock.measure_start_ns - now);
+    if (!have_usage_start) sleep_ns = std::min(sleep_ns, first_measure_ns - now);
     std::this_thread::sleep_for(std::chrono::nanoseconds(sleep_ns));
   }
   rusage usage_end{};
@@ -205,13 +291,15 @@ Result<TimedRun> RunWorkload(const WorkloadPlan& plan, const WorkerIoFactory& ma
   TimedRun run;
   run.seed = plan.seed;
   run.interrupted = plan.stop->load();
-  uint64_t end_ns = clock.measure_start_ns;
+  uint64_t begin_ns = UINT64_MAX;
+  uint64_t end_ns = 0;
   for (const auto& w : workers) {
     if (!w->status().ok()) return w->status();
     w->AddTo(&run);
+    begin_ns = std::min(begin_ns, w->measure_start_ns());
     end_ns = std::max(end_ns, w->measure_end_ns());
   }
-  run.elapsed_s = static_cast<double>(end_ns - clock.measure_start_ns) / 1e9;
+  run.elapsed_s = end_ns > begin_ns ? static_cast<double>(end_ns - begin_ns) / 1e9 : 0;
   run.usr_cpu_s = TimevalSeconds(usage_end.ru_utime) - TimevalSeconds(usage_start.ru_utime);
   run.sys_cpu_s = TimevalSeconds(usage_end.ru_stime) - TimevalSeconds(usage_start.ru_stime);
   return run;

@@ -1,13 +1,20 @@
 // The engine-independent part of a `folio bench` run: numjobs worker threads, each drawing
-// operations from its own seeded generator (sequential with wrap-around, or uniformly random
-// block-aligned, mixed by rwmixread), keeping up to iodepth of them in flight through a
-// WorkerIo, timing each one (CLOCK_MONOTONIC) into latency histograms, with fio's ramp_time /
-// runtime / time_based / size rules, and CPU time (getrusage, user + sys) over the timed region.
+// operations from its own seeded OpGenerator (offsets.h), keeping up to iodepth of them in
+// flight through a WorkerIo, timing each one (CLOCK_MONOTONIC) into latency histograms, with
+// fio's ramp_time / runtime / time_based / size / loops / startdelay / rate_iops / fsync rules,
+// and CPU time (getrusage, user + sys) over the timed region.
 //
-//   start ---- ramp_time ---->|<------------- runtime (or size bytes per worker) ----------->|
-//                       measure_start                                                   end
-//   ops started before measure_start are not counted; ops started before the end finish and
-//   count; a worker without time_based also stops after `size` measured bytes.
+//   go -- startdelay --|-- ramp_time -->|<---------- runtime (or size * loops per worker) --->|
+//                                 measure_start                                            end
+//   (startdelay, and so measure_start and end, are per worker.) Ops started before
+//   measure_start are not counted; ops started before the end finish and count; a worker
+//   without time_based stops after `size` measured bytes per loop, `loops` times.
+//
+// Syncs, as fio issues them: after every fsync=N (fdatasync=N) writes a worker waits for its
+// ops in flight, then calls WorkerIo::Sync; fsync_on_close syncs at the end of each loop that
+// wrote, end_fsync once at the end. Syncs are timed into TimedRun::sync (not IOPS) and the end
+// ones fall inside the timed region, as in fio. rate_iops paces each direction of each worker
+// linearly (op k of a direction starts no earlier than measure start + k / rate).
 //
 // Thread safety: RunWorkload is called from one thread and runs the workers on their own
 // threads; each WorkerIo is used by exactly one worker thread after creation.
@@ -20,37 +27,11 @@
 #include <vector>
 
 #include "bench/jobfile.h"
+#include "bench/offsets.h"
 #include "folio/histogram.h"
 #include "folio/status.h"
 
 namespace folio::bench {
-
-struct Op {
-  bool write = false;
-  uint64_t pos = 0;    // bytes; a multiple of bs
-  uint32_t slot = 0;   // which of the worker's iodepth buffers / requests carries it
-};
-
-// splitmix64: the seeding and offset generator (fast, and good enough for offsets).
-inline uint64_t SplitMix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-class OpGenerator {
- public:
-  // REQUIRES: region_bytes >= job.block_bytes.
-  OpGenerator(const JobSpec& job, uint64_t region_bytes, uint64_t seed);
-  Op Next();
-
- private:
-  const JobSpec job_;
-  const uint64_t blocks_;
-  uint64_t state_;
-  uint64_t cursor_ = 0;  // next sequential block
-};
 
 // How a worker performs I/O. Synchronous engines do the I/O inside Start(); asynchronous
 // ones queue it and submit on Reap().
@@ -65,6 +46,10 @@ class WorkerIo {
   // Waits until at least one started op completed; appends the completed slots to done.
   // Returns the first I/O error among them.
   virtual Status Reap(std::vector<uint32_t>* done) = 0;
+  // Makes the data written so far durable (fsync, or fdatasync when `datasync`); called only
+  // when none of this worker's ops are in flight. An engine without durability (memory) says
+  // so in its notes and returns OK.
+  virtual Status Sync(bool datasync) = 0;
 };
 
 struct DirStats {
@@ -76,6 +61,7 @@ struct DirStats {
 struct TimedRun {
   DirStats read;
   DirStats write;
+  DirStats sync;         // fsync / fdatasync / end_fsync / fsync_on_close calls (bytes 0)
   double elapsed_s = 0;  // the timed region
   double usr_cpu_s = 0;  // whole process, over the timed region
   double sys_cpu_s = 0;
@@ -85,12 +71,16 @@ struct TimedRun {
 
 struct WorkloadPlan {
   JobSpec job;
+  uint64_t region_offset = 0;       // where the job's region starts (offset=)
   uint64_t region_bytes = 0;        // the file bytes the job covers
   uint64_t seed = 0;                // worker i uses a stream derived from seed and i
   const std::atomic<bool>* stop = nullptr;  // set by SIGINT: stop issuing, finish, return
   // Called from the calling thread about every 100 ms with the time since start and the
   // operations completed so far (ramp included).
   std::function<void(uint64_t elapsed_ms, uint64_t ops)> on_tick;
+  // Called once from the calling thread when the timed region starts (the earliest worker's
+  // ramp_time ended), or when the run ends first.
+  std::function<void()> on_measure_start;
 };
 
 using WorkerIoFactory = std::function<Result<std::unique_ptr<WorkerIo>>(uint32_t worker)>;

@@ -26,64 +26,6 @@ JobSpec Job(RwMode rw, uint64_t bs, uint64_t size) {
   return j;
 }
 
-TEST(OpGeneratorTest, SequentialWrapsAtTheRegionEnd) {
-  OpGenerator gen(Job(RwMode::kRead, 4096, 0), 4 * 4096 + 100, 1);
-  const uint64_t expect[] = {0, 4096, 8192, 12288, 0, 4096};
-  for (uint64_t pos : expect) {
-    Op op = gen.Next();
-    EXPECT_FALSE(op.write);
-    EXPECT_EQ(op.pos, pos);
-  }
-  OpGenerator w(Job(RwMode::kWrite, 65536, 0), 1 << 20, 1);
-  for (int i = 0; i < 40; ++i) {
-    Op op = w.Next();
-    EXPECT_TRUE(op.write);
-    EXPECT_EQ(op.pos, static_cast<uint64_t>(i % 16) * 65536);
-  }
-}
-
-TEST(OpGeneratorTest, RandomIsAlignedInRangeAndSeeded) {
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
-  const uint64_t bs = 8192, region = 1000 * bs + 4096;
-  OpGenerator a(Job(RwMode::kRandRead, bs, 0), region, seed);
-  OpGenerator b(Job(RwMode::kRandRead, bs, 0), region, seed);
-  std::set<uint64_t> seen;
-  for (int i = 0; i < 20000; ++i) {
-    Op x = a.Next();
-    EXPECT_EQ(x.pos, b.Next().pos) << "same seed, same stream";
-    EXPECT_EQ(x.pos % bs, 0u);
-    EXPECT_LE(x.pos + bs, region);
-    seen.insert(x.pos);
-  }
-  // 20000 uniform draws over 1000 blocks miss a given block with probability e^-20.
-  EXPECT_EQ(seen.size(), 1000u);
-}
-
-TEST(OpGeneratorTest, MixFollowsRwmixread) {
-  const uint64_t seed = TestSeed();
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
-  for (uint32_t mix : {0u, 30u, 70u, 100u}) {
-    JobSpec j = Job(RwMode::kRandReadWrite, 4096, 0);
-    j.rwmixread = mix;
-    OpGenerator gen(j, 1 << 20, seed);
-    int reads = 0;
-    const int n = 20000;
-    for (int i = 0; i < n; ++i) reads += gen.Next().write ? 0 : 1;
-    if (mix == 0) {
-      EXPECT_EQ(reads, 0);
-    }
-    if (mix == 100) {
-      EXPECT_EQ(reads, n);
-    }
-    // Binomial sd is under 0.4% of n; 3% is far outside chance.
-    EXPECT_NEAR(static_cast<double>(reads) / n, mix / 100.0, 0.03) << "rwmixread=" << mix;
-  }
-  JobSpec seq = Job(RwMode::kReadWrite, 4096, 0);
-  OpGenerator gen(seq, 8 * 4096, seed);
-  for (int i = 0; i < 16; ++i) EXPECT_EQ(gen.Next().pos, static_cast<uint64_t>(i % 8) * 4096);
-}
-
 // A fake engine: completes ops in a random order, up to `depth` in flight, checking the
 // worker's protocol (a slot is not reused before it completed) and recording every op.
 class FakeIo : public WorkerIo {
@@ -109,6 +51,13 @@ class FakeIo : public WorkerIo {
       done->push_back(slots[i]);
       busy_.erase(slots[i]);
     }
+    return Status::OK();
+  }
+  Status Sync(bool datasync) override {
+    EXPECT_TRUE(busy_.empty()) << "Sync with ops in flight";
+    Op marker;  // a sync shows in the log as pos UINT64_MAX (fsync) or UINT64_MAX - 1
+    marker.pos = datasync ? UINT64_MAX - 1 : UINT64_MAX;
+    log_->push_back(marker);
     return Status::OK();
   }
 
@@ -218,6 +167,119 @@ TEST(RunWorkloadTest, FactoryErrorIsReturned) {
   });
   ASSERT_FALSE(run.ok());
   EXPECT_TRUE(run.status().IsNoSpace());
+}
+
+constexpr uint64_t kFsync = UINT64_MAX;
+constexpr uint64_t kFdatasync = UINT64_MAX - 1;
+
+TEST(RunWorkloadTest, FsyncEveryNWritesWithNothingInFlight) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  for (uint32_t depth : {1u, 8u}) {
+    Harness h;
+    JobSpec job = Job(RwMode::kRandWrite, 4096, 100 * 4096);
+    job.iodepth = depth;
+    job.fsync_blocks = 32;
+    job.fdatasync_blocks = 10;
+    Result<TimedRun> run = RunWorkload(h.Plan(job, 1 << 20), h.Factory(depth, seed));
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_EQ(run->write.ops, 100u);
+    // Writes 10, 20, ..., 100 are followed by an fdatasync, 32, 64, 96 by an fsync.
+    uint64_t writes = 0, fsyncs = 0, datasyncs = 0;
+    for (const Op& op : *h.logs[0]) {
+      if (op.pos == kFsync) {
+        ++fsyncs;
+        EXPECT_EQ(writes % 32, 0u) << "fsync after write " << writes;
+      } else if (op.pos == kFdatasync) {
+        ++datasyncs;
+        EXPECT_EQ(writes % 10, 0u) << "fdatasync after write " << writes;
+      } else {
+        ++writes;
+      }
+    }
+    EXPECT_EQ(fsyncs, 3u) << "depth " << depth;
+    EXPECT_EQ(datasyncs, 10u);
+    EXPECT_EQ(run->sync.ops, 13u);
+    EXPECT_EQ(run->sync.latency_ns.count, 13u);
+  }
+}
+
+TEST(RunWorkloadTest, LoopsRepeatSizeAndSyncOnCloseAndAtTheEnd) {
+  Harness h;
+  JobSpec job = Job(RwMode::kWrite, 4096, 16 * 4096);
+  job.loops = 3;
+  job.fsync_on_close = true;
+  job.end_fsync = true;
+  Result<TimedRun> run = RunWorkload(h.Plan(job, 16 * 4096), h.Factory(4, TestSeed()));
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->write.ops, 3u * 16);
+  std::vector<uint64_t> syncs_after;  // writes done when each sync ran
+  uint64_t writes = 0;
+  for (const Op& op : *h.logs[0]) {
+    if (op.pos == kFsync) {
+      syncs_after.push_back(writes);
+    } else {
+      // Each loop of a sequential job starts again at the region's start.
+      EXPECT_EQ(op.pos, (writes % 16) * 4096);
+      ++writes;
+    }
+  }
+  EXPECT_EQ(syncs_after, (std::vector<uint64_t>{16, 32, 48, 48}));
+  EXPECT_EQ(run->sync.ops, 4u);
+}
+
+TEST(RunWorkloadTest, ReadJobsDoNotSync) {
+  Harness h;
+  JobSpec job = Job(RwMode::kRandRead, 4096, 16 * 4096);
+  job.end_fsync = job.fsync_on_close = true;
+  job.fsync_blocks = 1;
+  Result<TimedRun> run = RunWorkload(h.Plan(job, 16 * 4096), h.Factory(2, TestSeed()));
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->sync.ops, 0u);
+  for (const Op& op : *h.logs[0]) EXPECT_LT(op.pos, 16u * 4096);
+}
+
+TEST(RunWorkloadTest, OffsetRegionIsWhereOpsGo) {
+  Harness h;
+  JobSpec job = Job(RwMode::kRandRead, 4096, 64 * 4096);
+  WorkloadPlan plan = h.Plan(job, 64 * 4096);
+  plan.region_offset = 1 << 20;
+  Result<TimedRun> run = RunWorkload(plan, h.Factory(4, TestSeed()));
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  std::set<uint64_t> seen;
+  for (const Op& op : *h.logs[0]) {
+    EXPECT_GE(op.pos, 1u << 20);
+    EXPECT_LT(op.pos, (1u << 20) + 64 * 4096);
+    seen.insert(op.pos);
+  }
+  EXPECT_EQ(seen.size(), 64u) << "the random map covers every block of the region once";
+}
+
+// rate_iops is an upper bound that load cannot break: op k of a direction never starts before
+// k / rate seconds into the run, so at most rate * elapsed + 1 ops start.
+TEST(RunWorkloadTest, RateIopsCapsTheOps) {
+  Harness h;
+  JobSpec job = Job(RwMode::kRandRead, 4096, 1 << 20);
+  job.time_based = true;
+  job.runtime_us = 100000;
+  job.rate_iops_read = 200;
+  Result<TimedRun> run = RunWorkload(h.Plan(job, 1 << 20), h.Factory(4, TestSeed()));
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_GE(run->read.ops, 1u);
+  EXPECT_LE(run->read.ops, 200 * 0.1 + 1) << "elapsed " << run->elapsed_s;
+}
+
+TEST(RunWorkloadTest, StartDelayIsNotMeasured) {
+  Harness h;
+  JobSpec job = Job(RwMode::kRead, 4096, 8 * 4096);
+  job.numjobs = 2;
+  job.startdelay_us = 20000;
+  job.startdelay_max_us = 40000;
+  Result<TimedRun> run = RunWorkload(h.Plan(job, 8 * 4096), h.Factory(1, TestSeed()));
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->read.ops, 16u);
+  EXPECT_EQ(h.logs.size(), 2u);
+  EXPECT_FALSE(run->interrupted);
 }
 
 }  // namespace
