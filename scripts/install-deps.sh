@@ -8,6 +8,7 @@ packages=(
   liburing-dev libisal-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev googletest libbenchmark-dev
   fio fuse3 libfuse3-dev
+  libsqlite3-dev
 )
 
 missing=()

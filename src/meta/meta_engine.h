@@ -161,6 +161,10 @@ struct MetaOpenOptions {
   int max_retries = 50;            // conflict retries before Busy
   int64_t busy_timeout_ms = 30000; // waiting for another process's lock before Busy
   bool read_only = false;          // the engine refuses kWrite transactions
+  // Testing: when > 0, every Nth physical commit of kWrite transactions fails as a conflict
+  // would (rolled back; each transaction in it re-runs fn and counts a retry). Lets the
+  // conformance suite check contract point 4 on engines where conflicts are rare (SQLite).
+  int inject_conflict_every = 0;
 };
 
 class MetaEngine {

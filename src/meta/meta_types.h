@@ -21,7 +21,8 @@
 
 namespace folio::meta {
 
-// Strong ids. 0 is never a valid id of any kind.
+// Strong ids. 0 is never a valid id of any kind. Ids are below 2^63 (engines may store them
+// as signed 64-bit integers; AllocateIds never gets near that).
 enum class InodeId : uint64_t {};
 enum class SliceId : uint64_t {};
 enum class SessionId : uint64_t {};
@@ -102,9 +103,17 @@ struct Slice {
 inline constexpr size_t kSliceRecordBytes = 32;
 void EncodeSlice(const Slice& s, char out[kSliceRecordBytes]);
 std::string EncodeSlice(const Slice& s);
+std::string EncodeSlices(const std::vector<Slice>& slices);
 // Errors: Corruption naming what is wrong (bad length, bad kind, pos + len past the chunk,
 // reserved bytes not zero). `what` names the record for the message (e.g. "inode 12 chunk 3").
 Result<std::vector<Slice>> DecodeSlices(std::string_view bytes, std::string_view what);
+// The rules DecodeSlices applies to each record, for writers: InvalidArgument naming the
+// problem. Engines refuse to store a slice that would not decode (AppendSlice, PutChunk).
+//   kind 1..3; len > 0; pos + len <= kChunkBytes;
+//   kZero: id, object_bytes, object_off all 0;
+//   kBlocks / kPacked: id != 0, object_bytes <= kChunkBytes, object_off + len <= object_bytes;
+//   kPacked: object_off >= 8 (the pack entry's header precedes the data).
+Status ValidateSlice(const Slice& s);
 
 inline constexpr uint64_t kChunkBytes = 64ull << 20;
 
@@ -179,11 +188,23 @@ struct FormatRecord {
   int64_t deletion_grace_ms = 3600000;
 };
 inline constexpr uint32_t kFormatVersion = 1;
-// JSON text, the same in every engine (one key or row).
+// JSON text, the same in every engine (one key or row); keys in docs/format/meta.md. Unknown
+// keys are ignored (a newer format adds keys only with a new format_version).
 std::string EncodeFormat(const FormatRecord& f);
+// Errors: NotSupported for a format_version newer than kFormatVersion (the message says to
+// use a newer folio); Corruption for anything else that is not a valid record.
 Result<FormatRecord> DecodeFormat(std::string_view text);
+// The rules DecodeFormat applies, for writers (PutFormat refuses a record that would not
+// decode): InvalidArgument naming the field. name 1..255 bytes of UTF-8; uuid 36-char text
+// UUID; format_version 1..kFormatVersion; block_bytes a power of two 64K..16M;
+// pack_below_bytes <= block_bytes; store_url non-empty UTF-8; session_timeout_ms > 0;
+// deletion_grace_ms >= 0.
+Status ValidateFormat(const FormatRecord& f);
 
-// Counters handed out or accumulated atomically.
+// Counters handed out or accumulated atomically. Every counter starts at 0, except that Init
+// sets kNextInode to 1 (kRootInode is taken by `folio fs format`). For the id counters the
+// value is the highest id handed out so far (AllocateIds(c, n) returns value + 1 and adds n);
+// for the usage counters it is the running sum of AddToCounter deltas.
 enum class Counter : uint8_t {
   kNextInode = 1,    // ids handed out in batches
   kNextSlice = 2,
@@ -191,6 +212,10 @@ enum class Counter : uint8_t {
   kUsedBytes = 4,    // usage for statfs: bytes of file data (logical, rounded to 4 KiB)
   kUsedInodes = 5,
 };
+// The counter's stable name ("next_inode", "used_bytes", ...): the key or row engines store.
 std::string_view CounterName(Counter c);
+inline constexpr Counter kAllCounters[] = {Counter::kNextInode, Counter::kNextSlice,
+                                           Counter::kNextSession, Counter::kUsedBytes,
+                                           Counter::kUsedInodes};
 
 }  // namespace folio::meta

@@ -1,0 +1,512 @@
+#include "meta/sqlite_engine.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/check.h"
+#include "meta/empty_txn.h"
+#include "meta/meta_stats.h"
+#include "meta/sqlite_conn.h"
+#include "meta/sqlite_schema.h"
+#include "meta/sqlite_txn.h"
+
+namespace folio::meta {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The engine whose transaction this thread is running fn of: Transact and AllocateIds from
+// inside fn would wait for themselves.
+thread_local const void* tl_engine_in_fn = nullptr;
+
+class InFn {
+ public:
+  explicit InFn(const void* engine) : prev_(tl_engine_in_fn) { tl_engine_in_fn = engine; }
+  ~InFn() { tl_engine_in_fn = prev_; }
+
+ private:
+  const void* prev_;
+};
+
+void Backoff(int attempt) {
+  const int us = std::min(50'000, 500 << std::min(attempt, 7));
+  std::this_thread::sleep_for(std::chrono::microseconds(us));
+}
+
+// One physical transaction shared by the write transactions of a group commit.
+struct Batch {
+  bool done = false;   // GUARDED_BY(done_mu_)
+  bool retry = false;  // the batch was rolled back: members re-run fn
+  Status status;       // the commit's result
+};
+
+class SqliteEngine final : public MetaEngine {
+ public:
+  SqliteEngine(std::string path, const MetaOpenOptions& options, const SqliteTuning& tuning)
+      : path_(std::move(path)), url_("sqlite:" + path_), options_(options), tuning_(tuning) {}
+  ~SqliteEngine() override = default;
+
+  // Opens the database when the file exists and probes its schema.
+  Status Start();
+
+  Status Transact(std::string_view op, TxnMode mode,
+                  const std::function<Status(Txn&)>& fn) override;
+  Result<uint64_t> AllocateIds(Counter c, uint64_t n) override;
+  Status Init(InitMode mode) override;
+  MetaStats Stats() const override;
+  std::string url() const override { return url_; }
+
+ private:
+  struct MemberResult {
+    Status status;       // fn's status, or the engine's when a savepoint statement failed
+    bool member = false;  // fn succeeded: its writes are in the batch
+    bool retry = false;  // a lock conflict or a lost batch: run fn again
+  };
+
+  Status ReadTxn(OpTimer& timer, const std::function<Status(Txn&)>& fn);
+  Status WriteTxn(OpTimer& timer, const std::function<Status(Txn&)>& fn);
+  // One attempt of a write transaction; sets *batch when fn joined one.
+  MemberResult WriteAttempt(const std::function<Status(Txn&)>& fn, Clock::time_point deadline,
+                            std::shared_ptr<Batch>* batch);
+
+  // The writer side. REQUIRES: writer_mu_ held.
+  Status RefreshLocked();
+  Status OpenWriterLocked(bool create);
+  Status ConfigureWriterLocked();
+  Status BeginLocked(Clock::time_point deadline);
+  MemberResult RunMemberLocked(const std::function<Status(Txn&)>& fn);
+  void CommitLocked(Clock::time_point deadline);
+  void FinishBatchLocked(Status status, bool retry);
+  Status InitLocked(InitMode mode);
+
+  Result<std::unique_ptr<SqliteConn>> AcquireReader();
+  void ReleaseReader(std::unique_ptr<SqliteConn> conn);
+
+  Status NoSchema() const {
+    return Status::InvalidArgument(fmt::format(
+        "{}: no Folio volume in this database yet (it is empty or missing; Init creates the "
+        "schema)",
+        url_));
+  }
+  Status Waited(std::string_view what) const {
+    return Status::Busy(fmt::format("{}: {} for {} ms (busy_timeout_ms); nothing was applied",
+                                    url_, what, options_.busy_timeout_ms));
+  }
+
+  const std::string path_;
+  const std::string url_;
+  const MetaOpenOptions options_;
+  const SqliteTuning tuning_;
+
+  std::mutex writer_mu_;
+  std::unique_ptr<SqliteConn> writer_;  // GUARDED_BY(writer_mu_); null while the file is absent
+  std::shared_ptr<Batch> batch_;        // GUARDED_BY(writer_mu_): the open physical transaction
+  size_t batch_members_ = 0;            // GUARDED_BY(writer_mu_)
+  uint64_t commit_attempts_ = 0;        // GUARDED_BY(writer_mu_)
+  std::atomic<int> writers_waiting_{0};
+  std::atomic<bool> ready_{false};  // the database holds a Folio schema
+
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;  // a batch finished
+
+  std::mutex readers_mu_;
+  std::condition_variable readers_cv_;
+  std::vector<std::unique_ptr<SqliteConn>> idle_readers_;  // GUARDED_BY(readers_mu_)
+  size_t readers_open_ = 0;                                // GUARDED_BY(readers_mu_)
+
+  OpStatsTable ops_;
+  std::atomic<uint64_t> commits_{0};
+  std::atomic<uint64_t> fsyncs_{0};
+};
+
+// ---- opening --------------------------------------------------------------------------------
+
+Status SqliteEngine::Start() {
+  if (options_.sqlite_synchronous != "full" && options_.sqlite_synchronous != "normal") {
+    return Status::InvalidArgument(fmt::format("{}: synchronous '{}' must be full or normal",
+                                               url_, options_.sqlite_synchronous));
+  }
+  std::lock_guard lock(writer_mu_);
+  return RefreshLocked();
+}
+
+Status SqliteEngine::RefreshLocked() {
+  if (ready_.load()) return Status::OK();
+  if (writer_ == nullptr) {
+    struct stat st;
+    if (::stat(path_.c_str(), &st) != 0) return Status::OK();  // absent: Init creates it
+    FOLIO_RETURN_IF_ERROR(OpenWriterLocked(/*create=*/false));
+  }
+  FOLIO_ASSIGN_OR_RETURN(SqliteSchemaState state, ProbeSqliteSchema(*writer_));
+  if (state == SqliteSchemaState::kEmpty) return Status::OK();
+  FOLIO_RETURN_IF_ERROR(ConfigureWriterLocked());
+  ready_.store(true);
+  return Status::OK();
+}
+
+Status SqliteEngine::OpenWriterLocked(bool create) {
+  const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+  FOLIO_ASSIGN_OR_RETURN(writer_,
+                         SqliteConn::Open(path_, flags, url_, options_.busy_timeout_ms));
+  return Status::OK();
+}
+
+Status SqliteEngine::ConfigureWriterLocked() {
+  FOLIO_ASSIGN_OR_RETURN(SqliteStmt s, writer_->Prepare("PRAGMA journal_mode = WAL"));
+  FOLIO_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row || s.Blob(0) != "wal") {
+    return Status::IOError(fmt::format("{}: cannot switch the database to WAL mode (journal "
+                                       "mode '{}')",
+                                       url_, row ? std::string(s.Blob(0)) : ""));
+  }
+  return writer_->Exec(options_.sqlite_synchronous == "full" ? "PRAGMA synchronous = FULL"
+                                                             : "PRAGMA synchronous = NORMAL");
+}
+
+// ---- transactions ---------------------------------------------------------------------------
+
+Status SqliteEngine::Transact(std::string_view op, TxnMode mode,
+                              const std::function<Status(Txn&)>& fn) {
+  FOLIO_CHECK_MSG(tl_engine_in_fn != this, "MetaEngine::Transact called from inside fn");
+  OpTimer timer(ops_.Get(op));
+  return timer.Finish(mode == TxnMode::kRead ? ReadTxn(timer, fn) : WriteTxn(timer, fn));
+}
+
+Status SqliteEngine::ReadTxn(OpTimer& timer, const std::function<Status(Txn&)>& fn) {
+  if (!ready_.load()) {
+    {
+      std::lock_guard lock(writer_mu_);
+      FOLIO_RETURN_IF_ERROR(RefreshLocked());
+    }
+    if (!ready_.load()) {
+      EmptyTxn txn(NoSchema());
+      InFn in_fn(this);
+      return fn(txn);
+    }
+  }
+  FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<SqliteConn> conn, AcquireReader());
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::milliseconds(options_.busy_timeout_ms);
+  Status s;
+  for (int attempt = 0;; ++attempt) {
+    const uint64_t busy_before = conn->busy_results();
+    s = conn->Exec("BEGIN");
+    if (s.ok()) {
+      SqliteTxn txn(*conn, TxnMode::kRead);
+      InFn in_fn(this);
+      s = fn(txn);
+    }
+    if (!conn->autocommit()) (void)conn->Exec("ROLLBACK");
+    const bool busy = conn->busy_results() != busy_before;
+    if (!busy) break;
+    if (attempt >= options_.max_retries || Clock::now() >= deadline) {
+      s = Waited("reading: the database stayed locked");
+      break;
+    }
+    timer.Retry();
+    Backoff(attempt);
+  }
+  ReleaseReader(std::move(conn));
+  return s;
+}
+
+Status SqliteEngine::WriteTxn(OpTimer& timer, const std::function<Status(Txn&)>& fn) {
+  if (options_.read_only) {
+    return Status::InvalidArgument(
+        fmt::format("{}: a write transaction on an engine opened read-only", url_));
+  }
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::milliseconds(options_.busy_timeout_ms);
+  for (int attempt = 0;; ++attempt) {
+    std::shared_ptr<Batch> batch;
+    MemberResult r = WriteAttempt(fn, deadline, &batch);
+    if (r.member) {
+      std::unique_lock lock(done_mu_);
+      done_cv_.wait(lock, [&] { return batch->done; });
+      if (!batch->retry) return batch->status;
+    } else if (!r.retry) {
+      return r.status;
+    }
+    if (attempt >= options_.max_retries) {
+      return Status::Busy(fmt::format("{}: gave up after {} conflict retries; nothing was applied",
+                                      url_, attempt));
+    }
+    timer.Retry();
+    Backoff(attempt);
+  }
+}
+
+SqliteEngine::MemberResult SqliteEngine::WriteAttempt(const std::function<Status(Txn&)>& fn,
+                                                      Clock::time_point deadline,
+                                                      std::shared_ptr<Batch>* batch) {
+  writers_waiting_.fetch_add(1);
+  std::unique_lock lock(writer_mu_);
+  writers_waiting_.fetch_sub(1);
+  MemberResult r;
+  if (batch_ == nullptr) {
+    // No batch is open, so no member waits for this thread's decision: returning is safe.
+    r.status = RefreshLocked();
+    if (r.status.ok() && !ready_.load()) r.status = NoSchema();
+    if (r.status.ok()) r.status = BeginLocked(deadline);
+    if (!r.status.ok()) return r;
+  }
+  *batch = batch_;
+  r = RunMemberLocked(fn);
+  if (batch_ == nullptr) return r;  // the physical transaction was lost and already finished
+  if (r.member) ++batch_members_;
+  // Every path decides here, so a member waiting for this batch is never left behind.
+  const bool others_waiting = writers_waiting_.load() > 0;
+  if (batch_members_ > 0 && (!others_waiting || batch_members_ >= tuning_.group_commit_max)) {
+    CommitLocked(deadline);
+  } else if (batch_members_ == 0 && !others_waiting) {
+    (void)writer_->Exec("ROLLBACK");
+    FinishBatchLocked(Status::OK(), false);
+  }
+  return r;
+}
+
+Status SqliteEngine::BeginLocked(Clock::time_point deadline) {
+  for (int attempt = 0;; ++attempt) {
+    Status s = writer_->Exec("BEGIN IMMEDIATE");
+    if (s.ok()) break;
+    if (s.code() != StatusCode::kBusy) return s;
+    if (Clock::now() >= deadline) return Waited("the database stayed locked by another writer");
+    Backoff(attempt);
+  }
+  batch_ = std::make_shared<Batch>();
+  batch_members_ = 0;
+  return Status::OK();
+}
+
+SqliteEngine::MemberResult SqliteEngine::RunMemberLocked(const std::function<Status(Txn&)>& fn) {
+  MemberResult r;
+  const uint64_t busy_before = writer_->busy_results();
+  r.status = writer_->Exec("SAVEPOINT member");
+  if (r.status.ok()) {
+    SqliteTxn txn(*writer_, TxnMode::kWrite);
+    InFn in_fn(this);
+    r.status = fn(txn);
+  }
+  const bool busy = writer_->busy_results() != busy_before;
+  if (writer_->autocommit()) {
+    // SQLite rolled the whole transaction back (I/O error, disk full, ...): the members that
+    // had succeeded re-run fn; this one re-runs when its failure was a lock conflict.
+    FinishBatchLocked(Status::OK(), /*retry=*/true);
+    r.retry = busy || r.status.ok();
+    return r;
+  }
+  if (r.status.ok() && !busy) {
+    Status s = writer_->Exec("RELEASE member");
+    if (s.ok()) {
+      r.member = true;
+      return r;
+    }
+    r.status = s;
+  }
+  Status s = writer_->Exec("ROLLBACK TO member");
+  if (s.ok()) s = writer_->Exec("RELEASE member");
+  if (!s.ok()) {
+    // The savepoint cannot be undone alone: give the whole batch up.
+    if (!writer_->autocommit()) (void)writer_->Exec("ROLLBACK");
+    FinishBatchLocked(Status::OK(), /*retry=*/true);
+    r.retry = true;
+    return r;
+  }
+  r.retry = busy;
+  return r;
+}
+
+void SqliteEngine::CommitLocked(Clock::time_point deadline) {
+  ++commit_attempts_;
+  if (options_.inject_conflict_every > 0 &&
+      commit_attempts_ % static_cast<uint64_t>(options_.inject_conflict_every) == 0) {
+    (void)writer_->Exec("ROLLBACK");
+    FinishBatchLocked(Status::OK(), /*retry=*/true);
+    return;
+  }
+  Status s;
+  for (int attempt = 0;; ++attempt) {
+    s = writer_->Exec("COMMIT");
+    if (s.ok() || s.code() != StatusCode::kBusy || writer_->autocommit() ||
+        Clock::now() >= deadline) {
+      break;
+    }
+    Backoff(attempt);
+  }
+  if (s.ok()) {
+    commits_.fetch_add(1, std::memory_order_relaxed);
+    if (options_.sqlite_synchronous == "full") fsyncs_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    if (!writer_->autocommit()) (void)writer_->Exec("ROLLBACK");
+    s = s.WithContext("commit failed, nothing was applied");
+  }
+  FinishBatchLocked(std::move(s), /*retry=*/false);
+}
+
+void SqliteEngine::FinishBatchLocked(Status status, bool retry) {
+  {
+    std::lock_guard lock(done_mu_);
+    batch_->status = std::move(status);
+    batch_->retry = retry;
+    batch_->done = true;
+  }
+  done_cv_.notify_all();
+  batch_.reset();
+  batch_members_ = 0;
+}
+
+// ---- readers --------------------------------------------------------------------------------
+
+Result<std::unique_ptr<SqliteConn>> SqliteEngine::AcquireReader() {
+  {
+    std::unique_lock lock(readers_mu_);
+    readers_cv_.wait(lock, [&] {
+      return !idle_readers_.empty() || readers_open_ < tuning_.readers_max;
+    });
+    if (!idle_readers_.empty()) {
+      auto conn = std::move(idle_readers_.back());
+      idle_readers_.pop_back();
+      return conn;
+    }
+    ++readers_open_;
+  }
+  auto conn = SqliteConn::Open(path_, SQLITE_OPEN_READWRITE, url_, options_.busy_timeout_ms);
+  Status s = conn.ok() ? (*conn)->Exec("PRAGMA query_only = 1") : conn.status();
+  if (!s.ok()) {
+    std::lock_guard lock(readers_mu_);
+    --readers_open_;
+    readers_cv_.notify_one();
+    return s;
+  }
+  return std::move(*conn);
+}
+
+void SqliteEngine::ReleaseReader(std::unique_ptr<SqliteConn> conn) {
+  {
+    std::lock_guard lock(readers_mu_);
+    idle_readers_.push_back(std::move(conn));
+  }
+  readers_cv_.notify_one();
+}
+
+// ---- ids, init, stats -----------------------------------------------------------------------
+
+Result<uint64_t> SqliteEngine::AllocateIds(Counter c, uint64_t n) {
+  if ((c != Counter::kNextInode && c != Counter::kNextSlice && c != Counter::kNextSession) ||
+      n == 0 || n > (uint64_t{1} << 32)) {
+    return Status::InvalidArgument(fmt::format("{}: AllocateIds({}, {}): needs an id counter and "
+                                               "1..2^32 ids",
+                                               url_, CounterName(c), n));
+  }
+  uint64_t first = 0;
+  FOLIO_RETURN_IF_ERROR(Transact("allocate_ids", TxnMode::kWrite, [&](Txn& txn) -> Status {
+    FOLIO_ASSIGN_OR_RETURN(int64_t value, txn.GetCounter(c));
+    first = static_cast<uint64_t>(value) + 1;
+    return txn.AddToCounter(c, static_cast<int64_t>(n));
+  }));
+  return first;
+}
+
+Status SqliteEngine::Init(InitMode mode) {
+  FOLIO_CHECK_MSG(tl_engine_in_fn != this, "MetaEngine::Init called from inside fn");
+  if (options_.read_only) {
+    return Status::InvalidArgument(fmt::format("{}: Init on an engine opened read-only", url_));
+  }
+  std::lock_guard lock(writer_mu_);
+  // Writers of this process that joined an open batch are waiting for its commit.
+  if (batch_ != nullptr) {
+    CommitLocked(Clock::now() + std::chrono::milliseconds(options_.busy_timeout_ms));
+  }
+  return InitLocked(mode);
+}
+
+Status SqliteEngine::InitLocked(InitMode mode) {
+  if (writer_ == nullptr) {
+    const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(parent, ec)) {
+      return Status::InvalidArgument(
+          fmt::format("{}: directory {} does not exist; create it first", url_, parent.string()));
+    }
+    FOLIO_RETURN_IF_ERROR(OpenWriterLocked(/*create=*/true));
+  }
+  // Refuse a foreign database before changing anything in it (its journal mode included).
+  FOLIO_ASSIGN_OR_RETURN(SqliteSchemaState before, ProbeSqliteSchema(*writer_));
+  (void)before;
+  FOLIO_RETURN_IF_ERROR(ConfigureWriterLocked());
+  FOLIO_RETURN_IF_ERROR(
+      BeginLocked(Clock::now() + std::chrono::milliseconds(options_.busy_timeout_ms)));
+  Status s = [&]() -> Status {
+    // Probed again inside the transaction: another process may have initialized it meanwhile.
+    FOLIO_ASSIGN_OR_RETURN(SqliteSchemaState state, ProbeSqliteSchema(*writer_));
+    if (state == SqliteSchemaState::kEmpty) return CreateSqliteSchema(*writer_);
+    if (mode == InitMode::kWipe) return WipeSqliteSchema(*writer_);
+    FOLIO_ASSIGN_OR_RETURN(int64_t formatted,
+                           writer_->QueryInt("SELECT count(*) FROM folio_meta WHERE name = 'format'"));
+    if (formatted > 0) {
+      return Status::Exists(fmt::format("{}: already holds a Folio volume (wipe it to format "
+                                        "it again)",
+                                        url_));
+    }
+    return Status::OK();  // a schema without a volume (Init ran, format did not): reuse it
+  }();
+  if (s.ok()) s = writer_->Exec("COMMIT");
+  if (!writer_->autocommit()) (void)writer_->Exec("ROLLBACK");
+  FinishBatchLocked(Status::OK(), false);  // no member joined this batch
+  if (!s.ok()) return s;
+  commits_.fetch_add(1, std::memory_order_relaxed);
+  ready_.store(true);
+  return Status::OK();
+}
+
+MetaStats SqliteEngine::Stats() const {
+  MetaStats s;
+  s.ops = ops_.Snapshot();
+  s.commits = commits_.load(std::memory_order_relaxed);
+  s.fsyncs = fsyncs_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<MetaEngine>> OpenSqliteEngine(std::string_view path_in,
+                                                     const MetaOpenOptions& options,
+                                                     const SqliteTuning& tuning) {
+  if (path_in.empty()) {
+    return Status::InvalidArgument(
+        "sqlite:: empty path; name the database file (e.g. sqlite:/var/lib/folio/vol.db)");
+  }
+  std::error_code ec;
+  std::string path = std::filesystem::absolute(std::filesystem::path(path_in), ec).string();
+  if (ec) path = std::string(path_in);
+  const std::string url = "sqlite:" + path;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: is a directory; name a database file in it (e.g. sqlite:{}/meta.db)", url, path));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      return Status::InvalidArgument(fmt::format("{}: not a regular file", url));
+    }
+  } else {
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    if (!std::filesystem::is_directory(parent, ec)) {
+      return Status::InvalidArgument(
+          fmt::format("{}: directory {} does not exist; create it first", url, parent.string()));
+    }
+  }
+  auto engine = std::make_unique<SqliteEngine>(path, options, tuning);
+  FOLIO_RETURN_IF_ERROR(engine->Start());
+  return std::unique_ptr<MetaEngine>(std::move(engine));
+}
+
+}  // namespace folio::meta

@@ -1,0 +1,229 @@
+// What is particular to the SQLite engine and OpenMetaEngine: URLs, foreign and newer
+// databases, files that are never created by opening, WAL mode, locks held by another process.
+#include "meta/sqlite_engine.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "meta/meta_conformance.h"
+#include "meta/meta_url.h"
+
+namespace folio::meta {
+namespace {
+
+class SqliteEngineTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "folio-sqlite-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/meta.db";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Runs SQL on the file with a plain sqlite3 connection.
+  void RawSql(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << err;
+    sqlite3_free(err);
+    sqlite3_close(db);
+  }
+  std::unique_ptr<MetaEngine> Formatted(const MetaOpenOptions& options = {}) {
+    auto e = OpenMetaEngine("sqlite:" + path_, options);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    if (!e.ok()) return nullptr;
+    EXPECT_TRUE((*e)->Init(MetaEngine::InitMode::kCreate).ok());
+    return std::move(*e);
+  }
+
+  std::string dir_;
+  std::string path_;
+};
+
+void ExpectError(std::string_view url, StatusCode code, std::string_view text) {
+  auto e = OpenMetaEngine(url, {});
+  ASSERT_FALSE(e.ok()) << url;
+  EXPECT_EQ(e.status().code(), code) << e.status().ToString();
+  EXPECT_NE(e.status().message().find(text), std::string_view::npos) << e.status().ToString();
+}
+
+TEST_F(SqliteEngineTest, BadUrlsAreClearErrors) {
+  ExpectError("sqlite:", StatusCode::kInvalidArgument, "empty path");
+  ExpectError("sqlite:" + dir_, StatusCode::kInvalidArgument, "is a directory");
+  ExpectError("sqlite:" + dir_ + "/missing/meta.db", StatusCode::kInvalidArgument,
+              "does not exist; create it first");
+  ExpectError("mysql://host/db", StatusCode::kInvalidArgument,
+              "unknown metadata engine 'mysql'; known: sqlite:PATH");
+  ExpectError("/just/a/path", StatusCode::kInvalidArgument, "not a metadata URL");
+  ExpectError("sqlite:/dev/null", StatusCode::kInvalidArgument, "not a regular file");
+  MetaOpenOptions bad;
+  bad.sqlite_synchronous = "off";
+  auto e = OpenMetaEngine("sqlite:" + path_, bad);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("synchronous 'off' must be full or normal"),
+            std::string_view::npos);
+  EXPECT_EQ(MetaSchemes().size(), 1u);
+}
+
+TEST_F(SqliteEngineTest, OpeningAMissingFileCreatesNothing) {
+  auto e = OpenMetaEngine("sqlite:" + path_, {});
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ((*e)->url(), "sqlite:" + path_);
+  ASSERT_TRUE((*e)->Transact("status", TxnMode::kRead, [](Txn& t) {
+    return t.GetFormat().status();
+  }).ok());
+  EXPECT_FALSE(std::filesystem::exists(path_));
+  ASSERT_TRUE((*e)->Init(MetaEngine::InitMode::kCreate).ok());
+  EXPECT_TRUE(std::filesystem::exists(path_));
+}
+
+TEST_F(SqliteEngineTest, RelativePathsBecomeAbsolute) {
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir_);
+  auto e = OpenMetaEngine("sqlite:meta.db", {});
+  std::filesystem::current_path(cwd);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ((*e)->url(), "sqlite:" + path_);
+}
+
+TEST_F(SqliteEngineTest, ForeignDatabasesAreNotFolioVolumes) {
+  RawSql("CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT); "
+         "INSERT INTO customers VALUES(1, 'x');");
+  const auto size_before = std::filesystem::file_size(path_);
+  ExpectError("sqlite:" + path_, StatusCode::kInvalidArgument,
+              "not a Folio volume (an SQLite database with tables customers)");
+  EXPECT_EQ(std::filesystem::file_size(path_), size_before);
+  // Not an SQLite file at all.
+  std::ofstream(dir_ + "/text.db") << "hello, this is not a database, just some text\n";
+  ExpectError("sqlite:" + dir_ + "/text.db", StatusCode::kInvalidArgument, "not a Folio volume");
+}
+
+TEST_F(SqliteEngineTest, InitRefusesAForeignDatabaseThatAppearedAfterOpen) {
+  auto e = OpenMetaEngine("sqlite:" + path_, {});
+  ASSERT_TRUE(e.ok());
+  RawSql("CREATE TABLE other(x)");
+  for (auto mode : {MetaEngine::InitMode::kCreate, MetaEngine::InitMode::kWipe}) {
+    Status s = (*e)->Init(mode);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("not a Folio volume"), std::string_view::npos);
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_schema", -1, &stmt, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 1);  // only its own table
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
+TEST_F(SqliteEngineTest, NewerSchemaVersionIsRefused) {
+  ASSERT_NE(Formatted(), nullptr);
+  RawSql("UPDATE folio_meta SET value = '2' WHERE name = 'schema_version'");
+  ExpectError("sqlite:" + path_, StatusCode::kNotSupported,
+              "schema version 2 is newer than this build of Folio reads (1); use a newer folio");
+}
+
+TEST_F(SqliteEngineTest, UsesWalMode) {
+  ASSERT_NE(Formatted(), nullptr);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &stmt, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)), "wal");
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
+// A child process takes the write lock, tells the parent, holds it for hold_ms, commits.
+pid_t HoldWriteLock(const std::string& path, int hold_ms, int ready_fd) {
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open(path.c_str(), &db);
+  if (rc == SQLITE_OK) rc = sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
+  const char c = rc == SQLITE_OK ? 'y' : 'n';
+  if (write(ready_fd, &c, 1) != 1) _exit(3);
+  usleep(hold_ms * 1000);
+  sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  _exit(rc == SQLITE_OK ? 0 : 2);
+}
+
+TEST_F(SqliteEngineTest, AnotherProcessHoldingTheLockIsWaitedFor) {
+  auto engine = Formatted();
+  ASSERT_NE(engine, nullptr);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t child = HoldWriteLock(path_, 300, fds[1]);
+  char c = 0;
+  ASSERT_EQ(read(fds[0], &c, 1), 1);
+  ASSERT_EQ(c, 'y');
+  Status s = engine->Transact("create", TxnMode::kWrite,
+                              [](Txn& t) { return t.PutInode(TestInode(2)); });
+  EXPECT_TRUE(s.ok()) << s.ToString();  // waited, never "database is locked"
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  close(fds[0]);
+  close(fds[1]);
+}
+
+TEST_F(SqliteEngineTest, BusyOnlyAfterTheTimeout) {
+  MetaOpenOptions options;
+  options.busy_timeout_ms = 100;
+  auto engine = Formatted(options);
+  ASSERT_NE(engine, nullptr);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t child = HoldWriteLock(path_, 3000, fds[1]);
+  char c = 0;
+  ASSERT_EQ(read(fds[0], &c, 1), 1);
+  ASSERT_EQ(c, 'y');
+  Status s = engine->Transact("create", TxnMode::kWrite,
+                              [](Txn& t) { return t.PutInode(TestInode(2)); });
+  EXPECT_EQ(s.code(), StatusCode::kBusy) << s.ToString();
+  EXPECT_NE(s.message().find("for 100 ms (busy_timeout_ms); nothing was applied"),
+            std::string_view::npos)
+      << s.ToString();
+  // Reads are not blocked by the writer (WAL).
+  Status r = engine->Transact("lookup", TxnMode::kRead,
+                              [](Txn& t) { return t.GetInode(kRootInode).status(); });
+  EXPECT_TRUE(r.ok()) << r.ToString();
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  close(fds[0]);
+  close(fds[1]);
+  s = engine->Transact("create", TxnMode::kWrite,
+                       [](Txn& t) { return t.PutInode(TestInode(2)); });
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+TEST_F(SqliteEngineTest, ReadOnlyEngineRefusesWrites) {
+  ASSERT_NE(Formatted(), nullptr);
+  MetaOpenOptions ro;
+  ro.read_only = true;
+  auto e = OpenMetaEngine("sqlite:" + path_, ro);
+  ASSERT_TRUE(e.ok());
+  Status s = (*e)->Transact("create", TxnMode::kWrite,
+                            [](Txn& t) { return t.PutInode(TestInode(2)); });
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*e)->AllocateIds(Counter::kNextInode, 1).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE((*e)->Transact("lookup", TxnMode::kRead, [](Txn& t) {
+    return t.GetInode(kRootInode).status();
+  }).ok());
+}
+
+}  // namespace
+}  // namespace folio::meta
