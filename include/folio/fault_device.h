@@ -1,8 +1,10 @@
 // FaultDevice: wraps any BlockDevice and injects the faults a storage stack must survive.
 //
 // Fault atlas (what the layers above must recover from, and how the tests prove it):
-//   fail Nth op         -> EIO on one request; cache: sticky writeback error, next Fsync fails
+//   fail Nth op         -> EIO on one request; cache: sticky writeback error, the next Fsync of
+//                          every handle open at the error fails (errseq)
 //   fail LBA range      -> EIO on any request touching [offset, offset+length); RAID: reconstruct
+//   injected errno      -> the same failures with another errno (ENOSPC: a full file system)
 //   latency model       -> no data effect; benchmarks (hdd model: seek + transfer)
 //   torn write          -> only a prefix of one write lands, the write reports success or EIO
 //   crash               -> every write not covered by a completed Flush is dropped (or, with
@@ -61,6 +63,10 @@ class FaultDevice : public BlockDevice {
   // Fail every read and/or write touching [offset, offset + length).
   virtual void FailRange(uint64_t offset, uint64_t length, bool reads, bool writes) = 0;
   virtual void ClearFailures() = 0;
+  // The errno every injected failure carries from now on (FailNth, FailNthOf, FailRange; EIO
+  // until set): ENOSPC makes them NoSpace, as a full file system under a file device would.
+  // ClearFailures() resets it to EIO.
+  virtual void SetInjectedErrno(int err) = 0;
   virtual void SetLatency(const LatencyModel& model) = 0;
   // The next write lands only its first prefix_bytes (rounded down to the block size) and
   // completes with `result` (OK or an IOError).

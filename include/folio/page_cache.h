@@ -33,10 +33,15 @@
 //     the zeros to the device before any later data of the same pages. So once an Fsync() after
 //     a Truncate() returned OK, the truncated range reads as zeros even after a crash. The cost
 //     is writing those zeros (no sparse files at this layer).
-//   * Writeback errors are sticky per address space (errseq style): each Fsync() returns an
-//     error that happened since the previous Fsync(), once. A folio whose write failed stays up
-//     to date in memory (readers see what was written) and is not written again (never hang on a
-//     dead device); the data is lost if it is evicted.
+//   * Writeback errors follow Linux's errseq rules, per open handle (a WritebackErrorCursor,
+//     the kernel's struct file::f_wb_err): every handle open when an error happened gets it at
+//     its next Fsync(cursor), once, with its code and errno (NoSpace stays NoSpace); a handle
+//     sampled later still gets an error nobody has seen yet; WriteBack() (a close, an unmount)
+//     reports to nobody and marks nothing seen. The cursorless Fsync() is one more handle, as
+//     old as the address space. A folio whose write failed stays up to date in memory (readers
+//     see what was written) and is not written again (never hang on a dead device): its bytes
+//     count in writeback_errors().unwritten_bytes until they are written over; the data is
+//     lost if it is evicted or invalidated (it stays counted).
 //   * Destroying an address space drops its dirty data: Fsync() first if it matters.
 //
 // Memory: the cache never holds more than memory_bytes of folios. A full cache reclaims from the
@@ -118,6 +123,21 @@ struct PageCacheStats {
 
 class PageCache;
 
+// What one open handle has seen of an address space's writeback errors: an errseq sample
+// (lib/errseq.c). Take one per handle with AddressSpace::SampleWritebackError() and pass it to
+// Fsync(cursor); the value is opaque.
+struct WritebackErrorCursor {
+  uint64_t seq = 0;
+};
+
+// Writeback failures of one address space that nothing has repaired.
+struct WritebackErrorState {
+  uint64_t errors = 0;           // failed writeback requests since the address space opened
+  uint64_t unwritten_bytes = 0;  // written to the cache, never reached the device (write
+                                 // failed; not written over since; evicted ones included)
+  Status latest;                 // the latest error (OK if none)
+};
+
 struct AddressSpaceOptions {
   std::string name;               // for stats and messages
   uint64_t size_bytes = 0;        // logical size; 0 = the device's size
@@ -134,9 +154,25 @@ class AddressSpace {
   // Writes at pos (any alignment); extends the logical size up to the device's size.
   // Writing past the device's end returns NoSpace.
   virtual Result<size_t> Write(uint64_t pos, std::span<const char> in) = 0;
-  // Writes back every dirty folio, waits, then flushes the device. Returns the first sticky
-  // writeback error since the last Fsync, if any.
+  // Writes back every dirty folio, waits, then flushes the device. Reports writeback errors as
+  // a handle opened with the address space would (a built-in cursor): the latest error
+  // recorded since the previous cursorless Fsync, once.
   virtual Status Fsync() = 0;
+  // Fsync for one open handle (errseq_check_and_advance): the same writeback and flush, then
+  // the latest writeback error recorded since *cursor was sampled or last advanced, with its
+  // code and errno; advances *cursor and marks the error seen. A flush failure is returned as
+  // it is (not recorded for other handles: their own Fsync flushes again).
+  // Context: *cursor is read and written under the address space's error lock, so threads may
+  // share one handle.
+  virtual Status Fsync(WritebackErrorCursor* cursor) = 0;
+  // The cursor for a handle being opened (errseq_sample): an error someone has seen is not
+  // reported to it, one nobody has seen yet is.
+  virtual WritebackErrorCursor SampleWritebackError() = 0;
+  // Writes back every dirty folio and flushes, like Fsync, but reports to no handle and marks
+  // no error seen: for a close or an unmount, whose caller cannot report it. Returns the first
+  // error of this pass (write or flush), for logging; every handle's next Fsync still gets it.
+  virtual Status WriteBack() = 0;
+  virtual WritebackErrorState writeback_errors() const = 0;
   // Drops cached folios in [pos, pos+len) after writing back dirty ones; large folios that
   // straddle the range are split, not dropped whole.
   virtual Status Invalidate(uint64_t pos, uint64_t len) = 0;

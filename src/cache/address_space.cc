@@ -153,6 +153,8 @@ void AddressSpaceImpl::DropRange(uint64_t first, uint64_t last, DropMode mode) {
         UnlockFolio(p);
         cache_->PutFolio(p);
       } else if (ps >= first && pe <= last) {
+        // Discarded data nobody could write is no longer unwritten; invalidated data is lost.
+        if (mode == DropMode::kDiscard) ClearWritebackError(p);
         RemoveLocked(p);
       } else {
         Folio* upper;

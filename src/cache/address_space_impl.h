@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/errseq.h"
 #include "cache/folio_index.h"
 #include "cache/page_range_set.h"
 #include "cache/readahead.h"
@@ -59,6 +60,10 @@ class AddressSpaceImpl final : public AddressSpace {
   Result<size_t> Read(uint64_t pos, std::span<char> out) override;
   Result<size_t> Write(uint64_t pos, std::span<const char> in) override;
   Status Fsync() override;
+  Status Fsync(WritebackErrorCursor* cursor) override;
+  WritebackErrorCursor SampleWritebackError() override;
+  Status WriteBack() override;
+  WritebackErrorState writeback_errors() const override;
   Status Invalidate(uint64_t pos, uint64_t len) override;
   Status Truncate(uint64_t size) override;
   Status Advise(uint64_t pos, uint64_t len, Advice advice) override;
@@ -162,8 +167,13 @@ class AddressSpaceImpl final : public AddressSpace {
   // must wait for a later pass, whose zeros go first.
   bool OverlapsPendingZeros(uint64_t first, uint64_t last);
   void AddZeroRange(uint64_t first, uint64_t last);  // REQUIRES: mu_
-  void RecordWritebackError(const Status& s);
-  Status TakeWritebackError();
+  // Records a failed writeback request (errseq). With a folio (its write failed): marks it
+  // kFolioWbError and counts its bytes as unwritten. REQUIRES: f locked by the caller.
+  void RecordWritebackError(const Status& s, Folio* f);
+  // A folio leaves the error state: written over (kRewritten: it will be written again) or
+  // discarded with its range (truncate). Folios evicted or invalidated in error stay counted.
+  // REQUIRES: f locked or frozen by the caller.
+  void ClearWritebackError(Folio* f);
 
   // ---- split_collapse.cc ----
   // Splits f (order k >= 1) into halves; f keeps the lower one. Both halves stay locked and
@@ -193,10 +203,10 @@ class AddressSpaceImpl final : public AddressSpace {
   std::atomic<bool> zero_pending_{false};  // == !zero_.empty(), readable without mu_
   PageRangeSet zero_inflight_;   // GUARDED_BY(mu_): zero ranges being written by a pass
 
-  std::mutex err_mu_;            // leaf
-  Status wb_error_;              // GUARDED_BY(err_mu_)
-  uint64_t wb_error_seq_ = 0;    // GUARDED_BY(err_mu_): bumped on every writeback error
-  uint64_t fsync_seen_seq_ = 0;  // GUARDED_BY(err_mu_)
+  ErrSeq errseq_;                // writeback errors (errseq rules; its lock is a leaf)
+  // The cursorless Fsync's cursor: read and written only inside errseq_ (under its lock).
+  WritebackErrorCursor fsync_cursor_;
+  std::atomic<int64_t> unwritten_bytes_{0};  // bytes of kFolioWbError folios (+ evicted ones)
 };
 
 }  // namespace folio::cache

@@ -27,6 +27,9 @@ namespace folio::cache {
 inline constexpr uint32_t kFolioWaiters = 1u << 8;     // someone sleeps on this folio
 inline constexpr uint32_t kFolioRaUnused = 1u << 9;    // read ahead, not yet read by a user
 inline constexpr uint32_t kFolioReclaimWb = 1u << 10;  // written back by reclaim, evict next
+// Its last writeback failed: up to date in memory, not on the device, not redirtied (a dead
+// device never hangs the cache); counted in the address space's unwritten bytes.
+inline constexpr uint32_t kFolioWbError = 1u << 11;
 
 // Clears `bits` and wakes every sleeper on the folio.
 void ClearFlagsAndWake(Folio* f, uint32_t bits);

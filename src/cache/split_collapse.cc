@@ -25,11 +25,11 @@ namespace {
 
 constexpr uint32_t kSplitKeptFlags = kFolioUptodate | kFolioDirty | kFolioError |
                                      kFolioReferenced | kFolioLocked | kFolioRaUnused |
-                                     kFolioReclaimWb;
+                                     kFolioReclaimWb | kFolioWbError;
 
 bool CollapsibleFlags(uint32_t flags) {
   return (flags & kFolioUptodate) &&
-         !(flags & (kFolioDirty | kFolioWriteback | kFolioLocked | kFolioError));
+         !(flags & (kFolioDirty | kFolioWriteback | kFolioLocked | kFolioError | kFolioWbError));
 }
 
 enum class BlockState { kNo, kCovered, kCandidate };

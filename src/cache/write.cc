@@ -227,7 +227,7 @@ Status AddressSpaceImpl::FillForWrite(std::span<Folio* const> folios, uint64_t p
 
 void AddressSpaceImpl::MarkDirtyLocked(Folio* f) {
   const uint32_t old = f->flags.fetch_or(kFolioDirty, std::memory_order_acq_rel);
-  if (old & kFolioError) f->ClearFlag(kFolioError);
+  if (old & kFolioWbError) ClearWritebackError(f);  // written over: it goes out again
   if (old & kFolioDirty) return;
   index_.SetDirty(f->index.load(std::memory_order_relaxed));
   dirty_bytes_.fetch_add(static_cast<int64_t>(f->bytes()), std::memory_order_relaxed);

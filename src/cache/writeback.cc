@@ -5,9 +5,9 @@
 // in index order (lock, clear dirty, set writeback), submit them as one batch per few MiB (the
 // device merges adjacent ones up to max_request_bytes), wait, and complete each folio. A
 // failed folio keeps its data in memory (still up to date, readers see what was written), is
-// marked kFolioError and is not redirtied, like the kernel: a dead device never hangs the
-// cache. The failure is recorded errseq-style: each Fsync returns an error that happened since
-// the previous Fsync, once.
+// marked kFolioWbError (its bytes counted as unwritten) and is not redirtied, like the kernel:
+// a dead device never hangs the cache. The failure is recorded in the address space's ErrSeq,
+// with the device's code and errno, for every handle's next Fsync(cursor).
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -93,12 +93,11 @@ void AddressSpaceImpl::WritebackBatch::Submit() {
   for (size_t i = 0; i < n; ++i) {
     Folio* f = folios_[i];
     if (!reqs[i].status.ok()) {
-      Status e = Status::IOError(fmt::format(
-          "{}: writeback of {} bytes at pos {} to {} failed: {}", as_->name_, f->bytes(),
-          f->index.load(std::memory_order_relaxed) << kPageShift, as_->device_->name(),
-          reqs[i].status.ToString()));
-      f->SetFlag(kFolioError);
-      as_->RecordWritebackError(e);
+      // The device's code and errno as they are (a NoSpace stays NoSpace), with what failed.
+      Status e = reqs[i].status.WithContext(fmt::format(
+          "{}: writeback of {} bytes at pos {} to {}", as_->name_, f->bytes(),
+          f->index.load(std::memory_order_relaxed) << kPageShift, as_->device_->name()));
+      as_->RecordWritebackError(e, f);
       if (first_error_.ok()) first_error_ = e;
     }
     HandOffFolioLock();
@@ -203,9 +202,9 @@ Status AddressSpaceImpl::MaterializeZeros() {
       CacheCounters::Add(counters.writeback_bytes, reqs[i].length);
       counters.writeback_request_bytes.Record(reqs[i].length);
       if (!reqs[i].status.ok() && first_error.ok()) {
-        first_error = Status::IOError(fmt::format(
-            "{}: writing zeros ({} bytes at pos {}) to {} failed: {}", name_, reqs[i].length,
-            reqs[i].offset, device_->name(), reqs[i].status.ToString()));
+        first_error = reqs[i].status.WithContext(
+            fmt::format("{}: writing zeros ({} bytes at pos {}) to {}", name_, reqs[i].length,
+                        reqs[i].offset, device_->name()));
       }
     }
     n = 0;
@@ -226,7 +225,7 @@ Status AddressSpaceImpl::MaterializeZeros() {
       for (const PageRange& r : ranges) AddZeroRange(r.first, r.last);
     }
   }
-  if (!first_error.ok()) RecordWritebackError(first_error);
+  if (!first_error.ok()) RecordWritebackError(first_error, nullptr);
   return first_error;
 }
 
@@ -242,17 +241,17 @@ bool AddressSpaceImpl::OverlapsPendingZeros(uint64_t first, uint64_t last) {
   return !overlap.empty();
 }
 
-void AddressSpaceImpl::RecordWritebackError(const Status& s) {
-  std::lock_guard<std::mutex> lock(err_mu_);
-  wb_error_ = s;
-  ++wb_error_seq_;
+void AddressSpaceImpl::RecordWritebackError(const Status& s, Folio* f) {
+  errseq_.Record(s);
+  if (f != nullptr && f->TestAndSetFlag(kFolioWbError)) {
+    unwritten_bytes_.fetch_add(static_cast<int64_t>(f->bytes()), std::memory_order_relaxed);
+  }
 }
 
-Status AddressSpaceImpl::TakeWritebackError() {
-  std::lock_guard<std::mutex> lock(err_mu_);
-  if (wb_error_seq_ == fsync_seen_seq_) return Status::OK();
-  fsync_seen_seq_ = wb_error_seq_;
-  return wb_error_;
+void AddressSpaceImpl::ClearWritebackError(Folio* f) {
+  if (!f->TestFlag(kFolioWbError)) return;
+  f->ClearFlag(kFolioWbError);
+  unwritten_bytes_.fetch_sub(static_cast<int64_t>(f->bytes()), std::memory_order_relaxed);
 }
 
 bool AddressSpaceImpl::HasWritebackWork() {
@@ -260,14 +259,37 @@ bool AddressSpaceImpl::HasWritebackWork() {
          zero_pending_.load(std::memory_order_acquire);
 }
 
-Status AddressSpaceImpl::Fsync() {
-  // Errors of this pass are recorded as the sticky error too; report through it, once.
+Status AddressSpaceImpl::WriteBack() {
+  Status s = WritebackRange(0, device_pages_);
+  Status flush = device_->Flush();
+  if (!s.ok()) return s;
+  if (!flush.ok()) return flush.WithContext(name_ + ": flush of " + device_->name());
+  return Status::OK();
+}
+
+Status AddressSpaceImpl::Fsync(WritebackErrorCursor* cursor) {
+  // This pass's errors are recorded in errseq_ too: report through it, once per cursor.
   (void)WritebackRange(0, device_pages_);
   Status flush = device_->Flush();
-  Status sticky = TakeWritebackError();
-  if (!sticky.ok()) return sticky;
+  Status recorded = errseq_.CheckAndAdvance(&cursor->seq);
+  if (!recorded.ok()) return recorded;
   if (!flush.ok()) return flush.WithContext(name_ + ": fsync: flush of " + device_->name());
   return Status::OK();
+}
+
+Status AddressSpaceImpl::Fsync() { return Fsync(&fsync_cursor_); }
+
+WritebackErrorCursor AddressSpaceImpl::SampleWritebackError() {
+  return WritebackErrorCursor{errseq_.Sample()};
+}
+
+WritebackErrorState AddressSpaceImpl::writeback_errors() const {
+  WritebackErrorState st;
+  st.errors = errseq_.errors();
+  st.unwritten_bytes =
+      static_cast<uint64_t>(std::max<int64_t>(0, unwritten_bytes_.load(std::memory_order_relaxed)));
+  st.latest = errseq_.latest();
+  return st;
 }
 
 }  // namespace folio::cache

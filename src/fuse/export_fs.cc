@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/units.h"
 #include "folio/arena.h"
 #include "fuse/log.h"
 
@@ -171,6 +172,14 @@ Result<OpenReply> ExportFs::Open(InodeId ino, int flags) {
   }
   VolumeNode* v = VolumeOf(ino);
   if (v == nullptr) return Errno(ENOENT, "open");
+  auto handle = std::make_shared<VolumeHandle>();
+  handle->node = v;
+  handle->cursor = v->volume.mapping->SampleWritebackError();
+  {
+    std::lock_guard<std::mutex> lock(handles_mu_);
+    r.fh = next_volume_fh_++;
+    handles_.emplace(r.fh, std::move(handle));
+  }
   v->open_handles.fetch_add(1, std::memory_order_acq_rel);
   r.direct_io = !options_.kernel_cache;
   r.keep_cache = options_.kernel_cache;
@@ -242,21 +251,36 @@ Status ExportFs::Release(InodeId ino, uint64_t fh) {
   }
   VolumeNode* v = VolumeOf(ino);
   if (v == nullptr) return Status::OK();
+  {
+    std::lock_guard<std::mutex> lock(handles_mu_);
+    auto it = handles_.find(fh);
+    if (it == handles_.end() || it->second->node != v) return Errno(EBADF, "release");
+    handles_.erase(it);
+  }
   const uint32_t before = v->open_handles.fetch_sub(1, std::memory_order_acq_rel);
   FOLIO_CHECK(before > 0);
   if (before != 1) return Status::OK();
   // The last handle: write everything back so the volume on disk is complete while no one
-  // has it open. The kernel ignores release's result, so a failure is logged.
-  Status s = v->volume.mapping->Fsync();
+  // has it open. The kernel ignores release's result, so a failure is logged; it is not marked
+  // seen, so the next fsync of a file opened later still reports it.
+  Status s = v->volume.mapping->WriteBack();
   if (!s.ok()) Log(v->volume.name + ": writeback after the last close failed: " + s.ToString());
   return s;
 }
 
-Status ExportFs::Fsync(InodeId ino, uint64_t /*fh*/, SyncKind /*kind*/) {
+std::shared_ptr<ExportFs::VolumeHandle> ExportFs::HandleOf(uint64_t fh) const {
+  std::lock_guard<std::mutex> lock(handles_mu_);
+  auto it = handles_.find(fh);
+  return it == handles_.end() ? nullptr : it->second;
+}
+
+Status ExportFs::Fsync(InodeId ino, uint64_t fh, SyncKind /*kind*/) {
   VolumeNode* v = VolumeOf(ino);
   if (v == nullptr) return Status::OK();
+  std::shared_ptr<VolumeHandle> h = HandleOf(fh);
+  if (h == nullptr || h->node != v) return Errno(EBADF, "fsync");
   // A volume has no metadata of its own: fsync and fdatasync are the same.
-  return v->volume.mapping->Fsync();
+  return v->volume.mapping->Fsync(&h->cursor);
 }
 
 Status ExportFs::Fallocate(InodeId ino, uint64_t /*fh*/, int mode, uint64_t pos, uint64_t len) {
@@ -335,13 +359,27 @@ Result<FsStatfs> ExportFs::StatFs() {
 Status ExportFs::SyncAll() {
   Status first;
   for (const auto& v : volumes_) {
-    Status s = v->volume.mapping->Fsync();
+    Status s = v->volume.mapping->WriteBack();
     if (!s.ok()) {
       Log(v->volume.name + ": sync failed: " + s.ToString());
       if (first.ok()) first = s;
     }
   }
   return first;
+}
+
+uint64_t ExportFs::ReportUnwritten() const {
+  uint64_t total = 0;
+  for (const auto& v : volumes_) {
+    const WritebackErrorState st = v->volume.mapping->writeback_errors();
+    if (st.unwritten_bytes == 0) continue;
+    total += st.unwritten_bytes;
+    Log(v->volume.name + ": " + std::to_string(st.unwritten_bytes) + " bytes (" +
+        FormatSize(st.unwritten_bytes) + ") written to it never reached " +
+        v->volume.mapping->device()->name() + " and are lost (" + std::to_string(st.errors) +
+        " failed writeback requests; latest: " + st.latest.ToString() + ")");
+  }
+  return total;
 }
 
 }  // namespace folio::fuse

@@ -13,10 +13,15 @@
 // Semantics of a volume file, like a block device's:
 //   read / write      AddressSpace::Read / Write; a write past the end is cut short, one that
 //                     starts at or past it gets ENOSPC
-//   fsync, fdatasync  AddressSpace::Fsync: writeback of every dirty folio, then a device
-//                     flush; a sticky writeback error is returned once
+//   fsync, fdatasync  AddressSpace::Fsync(cursor of this open file): writeback of every dirty
+//                     folio, then a device flush; writeback errors follow errseq: every open
+//                     file open when one happened gets it (with its errno: ENOSPC stays
+//                     ENOSPC) at its next fsync, once; a file opened later gets an error
+//                     nobody has seen yet
 //   close             nothing is lost: dirty data stays in the cache (background writeback);
-//                     the release of the last open handle writes it back
+//                     the release of the last open handle writes it back (WriteBack: its
+//                     errors are logged and left for the next fsync of any handle, never
+//                     marked seen)
 //   fallocate         PUNCH_HOLE|KEEP_SIZE: partial pages zeroed through the cache, whole
 //                     pages written back, dropped and trimmed (reads return zeros); EOPNOTSUPP
 //                     when the device cannot trim. Mode 0 / KEEP_SIZE inside the file: done
@@ -82,8 +87,12 @@ class ExportFs : public Filesystem {
   // The server's request counters, shown in .stats (may be set after construction).
   void SetRequestStats(const RequestStats* stats) { request_stats_.store(stats); }
 
-  // Writes back and flushes every volume. Returns the first error (after trying them all).
+  // Writes back and flushes every volume, reporting to no open file (errors stay unseen).
+  // Returns the first error (after trying them all).
   Status SyncAll();
+  // Bytes written to the volumes that never reached their devices (their writeback failed and
+  // nothing wrote them over), logging one line for each volume that has any.
+  uint64_t ReportUnwritten() const;
   // The JSON .stats shows now.
   nlohmann::ordered_json StatsJson() const;
 
@@ -107,6 +116,13 @@ class ExportFs : public Filesystem {
     std::atomic<uint32_t> open_handles{0};
     std::atomic<int64_t> mtime_ns{0};
   };
+  // One open file of a volume (one kernel struct file): what it has seen of the volume's
+  // writeback errors.
+  struct VolumeHandle {
+    VolumeNode* node = nullptr;
+    WritebackErrorCursor cursor;  // only through AddressSpace::Fsync (its own lock)
+  };
+  std::shared_ptr<VolumeHandle> HandleOf(uint64_t fh) const;
   VolumeNode* VolumeOf(InodeId ino) const;
   NodeAttr AttrOf(InodeId ino) const;
   Status PunchHole(VolumeNode* v, uint64_t pos, uint64_t len);
@@ -119,6 +135,10 @@ class ExportFs : public Filesystem {
   std::atomic<const RequestStats*> request_stats_{nullptr};
 
   Result<size_t> WriteControl(std::span<const char> in);
+
+  mutable std::mutex handles_mu_;
+  uint64_t next_volume_fh_ = 1;  // GUARDED_BY(handles_mu_)
+  std::unordered_map<uint64_t, std::shared_ptr<VolumeHandle>> handles_;  // GUARDED_BY(handles_mu_)
 
   // Open .stats files: the JSON text each took at open, by fh.
   mutable std::mutex stats_mu_;

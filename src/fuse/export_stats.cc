@@ -122,6 +122,10 @@ nlohmann::ordered_json ExportFs::StatsJson() const {
     vj["size_bytes"] = v.mapping->size();
     vj["policy"] = v.mapping->policy().ToString();
     vj["open_handles"] = node->open_handles.load(std::memory_order_relaxed);
+    const WritebackErrorState we = v.mapping->writeback_errors();
+    vj["writeback_errors"] = Json{{"errors", we.errors},
+                                  {"unwritten_bytes", we.unwritten_bytes},
+                                  {"latest", we.latest.ok() ? "" : we.latest.ToString()}};
     vj["device"] = DeviceJson(*v.mapping->device());
     if (v.raid_stats) vj["raid"] = v.raid_stats();
     volumes.push_back(std::move(vj));

@@ -24,6 +24,7 @@
 #include "folio/fault_device.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -160,6 +161,11 @@ class FaultDeviceImpl final : public FaultDevice {
     for (uint64_t& n : fail_nth_of_) n = 0;
     fail_ranges_.clear();
     torn_armed_ = false;
+    injected_errno_ = EIO;
+  }
+  void SetInjectedErrno(int err) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    injected_errno_ = err;
   }
   void SetLatency(const LatencyModel& model) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -225,6 +231,7 @@ class FaultDeviceImpl final : public FaultDevice {
   uint64_t torn_prefix_bytes_ = 0;    // GUARDED_BY(mu_)
   bool torn_report_error_ = false;    // GUARDED_BY(mu_)
   uint64_t injected_errors_ = 0;      // GUARDED_BY(mu_)
+  int injected_errno_ = EIO;          // GUARDED_BY(mu_)
   io_internal::LatencyClock clock_;   // GUARDED_BY(mu_)
   CrashLog log_;                      // GUARDED_BY(mu_)
   bool tracking_ = true;              // GUARDED_BY(mu_)
@@ -267,9 +274,11 @@ Status FaultDeviceImpl::Screen(const IoRequest& r) {
   }
   if (!fail) return Status::OK();
   ++injected_errors_;
-  return Status::IOError(name_ + ": injected error on " + std::string(IoOpName(r.op)) + " of " +
-                         std::to_string(r.length) + " bytes at offset " +
-                         std::to_string(r.offset));
+  const std::string what = name_ + ": injected error on " + std::string(IoOpName(r.op)) +
+                           " of " + std::to_string(r.length) + " bytes at offset " +
+                           std::to_string(r.offset);
+  if (injected_errno_ == EIO) return Status::IOError(what);
+  return Status::FromErrno(injected_errno_, what);
 }
 
 Status FaultDeviceImpl::Submit(std::span<IoRequest* const> batch) {

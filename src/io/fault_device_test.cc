@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstring>
 #include <deque>
 #include <random>
@@ -96,6 +97,23 @@ TEST(FaultDevice, FailNthOfOneOpAndFailRange) {
   dev->ClearFailures();
   EXPECT_TRUE(dev->Read(8192, buf.get(), 4096).ok());
   EXPECT_EQ(buf.get()[0], 'c');
+}
+
+TEST(FaultDevice, InjectedErrnoMakesTheFailuresNoSpace) {
+  auto dev = FaultDevice::Wrap(Mem());
+  dev->SetInjectedErrno(ENOSPC);
+  dev->FailRange(0, 4096, /*reads=*/false, /*writes=*/true);
+  Status s = WriteFill(dev.get(), 0, 4096, 'a');
+  EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+  EXPECT_EQ(s.ToErrno(), ENOSPC);
+  EXPECT_NE(s.message().find("injected error on write of 4096 bytes at offset 0"),
+            std::string_view::npos) << s.ToString();
+  // ClearFailures also restores EIO.
+  dev->ClearFailures();
+  dev->FailNthOf(IoOp::kWrite, 1);
+  s = WriteFill(dev.get(), 0, 4096, 'b');
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_EQ(s.ToErrno(), EIO);
 }
 
 TEST(FaultDevice, TornWriteLandsOnlyAPrefix) {

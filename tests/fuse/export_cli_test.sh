@@ -193,6 +193,64 @@ else
   fail "daemon started: $(cat "$T/daemon.err")"
 fi
 
+# ---- writeback errors: a file device on a full file system --------------------------------
+# Issue 8 item 5: process A writes without fsync, background writeback hits ENOSPC, B opens and
+# fsyncs; both A and B must get ENOSPC, a file opened after that must not, and the export must
+# say at shutdown how much was lost and exit 1.
+echo "== writeback errors on a full file system"
+SMALL=$T/smallfs
+mkdir -p "$SMALL"
+if mount -t tmpfs -o size=8m tmpfs "$SMALL" 2>/dev/null; then
+  truncate -s 64M "$SMALL/disk.img"
+  W=$T/mnt/full
+  if start_export "$W" "$T/full.log" --cache 128M --name disk "$SMALL/disk.img"; then
+    check "ENOSPC reaches every open file's fsync, once; release does not consume it" \
+      python3 - "$W/disk" "$W/.stats" <<'EOF'
+import errno, json, os, sys, time
+disk, stats = sys.argv[1], sys.argv[2]
+def fsync_errno(fd):
+    try:
+        os.fsync(fd)
+        return 0
+    except OSError as e:
+        return e.errno
+def wb_errors():
+    return json.load(open(stats))["volumes"][0]["writeback_errors"]["errors"]
+a = os.open(disk, os.O_RDWR)
+os.pwrite(a, os.urandom(1 << 20) * 32, 0)  # 32 MiB into an 8 MiB file system, no fsync
+for _ in range(300):  # background writeback (above half the dirty limit) fails meanwhile
+    if wb_errors() > 0:
+        break
+    time.sleep(0.1)
+assert wb_errors() > 0, "background writeback never failed"
+b = os.open(disk, os.O_RDWR)
+got = (fsync_errno(b), fsync_errno(b), fsync_errno(a), fsync_errno(a))
+print("  fsync errnos: B", got[0], got[1], "A", got[2], got[3])
+assert got == (errno.ENOSPC, 0, errno.ENOSPC, 0), got
+os.close(a)
+os.close(b)
+c = os.open(disk, os.O_RDWR)  # opened after A and B saw the error
+assert fsync_errno(c) == 0
+os.close(c)
+EOF
+    "$EXPORT_BIN" export --unmount "$W"
+    wait "$EXPORTER"
+    rc=$?
+    EXPORTER=""
+    check "shutdown with lost data exits 1" test "$rc" -eq 1
+    check "the log says how much was lost" grep -q "could not be written back and are lost" \
+      "$T/full.log"
+    check "the log names the volume's unwritten bytes" grep -q "disk: [0-9]* bytes .* are lost" \
+      "$T/full.log"
+    grep "lost" "$T/full.log" | sed 's/^/  /'
+  else
+    fail "export on a full file system"
+  fi
+  umount "$SMALL"
+else
+  echo "note: writeback error scenario not run: cannot mount a tmpfs here"
+fi
+
 # fio_fsync_writer FILE DIR: in the background, fio writes FILE sequentially in 64 KiB blocks
 # with verify=crc32c headers and an fsync after every write, logging each completed write's
 # offset (DIR/lat_clat.1.log), at 32 MB/s so that a kill a second later interrupts it. Sets

@@ -160,6 +160,10 @@ int Shutdown(ExportState* st, const Status& loop) {
   }
   fuse::Log("unmounted; writing back dirty data");
   if (!st->fs->SyncAll().ok()) code = kExitRuntime;
+  // Data whose writeback failed (a full file system under a file device, a dead member) is
+  // not on the devices: say how much, and fail the exit.
+  const uint64_t lost_bytes = st->fs->ReportUnwritten();
+  if (lost_bytes != 0) code = kExitRuntime;
   st->server.reset();
   st->fs.reset();
   st->mappings.clear();
@@ -176,7 +180,14 @@ int Shutdown(ExportState* st, const Status& loop) {
     }
   }
   st->volumes.clear();  // devices closed, locks released
-  fuse::Log(code == kExitOk ? "done: all data written back" : "done, with errors (see above)");
+  if (code == kExitOk) {
+    fuse::Log("done: all data written back");
+  } else if (lost_bytes != 0) {
+    fuse::Log("done: " + std::to_string(lost_bytes) + " bytes (" + FormatSize(lost_bytes) +
+              ") of written data could not be written back and are lost (see above)");
+  } else {
+    fuse::Log("done, with errors (see above)");
+  }
   return code;
 }
 

@@ -7,7 +7,8 @@
 // failure before serving leaves nothing mounted and nothing locked.
 //
 // Exit codes: 0 served and shut down cleanly; 2 bad input (mount point, /dev/fuse, spec,
-// permission); 1 I/O failure (including a failed final writeback, or a device in use).
+// permission); 1 I/O failure (including a failed final writeback, written data that never
+// reached a device because its writeback failed, or a device in use).
 //
 // Thread safety: called once from main's thread, before any other thread exists.
 #pragma once
