@@ -144,6 +144,11 @@ void OpInit(void* userdata, fuse_conn_info* conn) {
   }
 }
 
+void ForgetOne(AdapterContext* ctx, fuse_ino_t ino, uint64_t nlookup) {
+  const uint64_t left = ctx->lookups.Forget(InodeId{ino}, nlookup);
+  ctx->fs->Forget(InodeId{ino}, nlookup, left);
+}
+
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   Serve(req, FuseOp::kLookup, [&](AdapterContext* ctx) -> Status {
     FOLIO_ASSIGN_OR_RETURN(EntryReply e, ctx->fs->Lookup(InodeId{parent}, name));
@@ -153,16 +158,11 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     p.attr = ToStat(e.attr);
     p.attr_timeout = e.attr_timeout_s;
     p.entry_timeout = e.entry_timeout_s;
-    // Count the reference only when the kernel got it (an interrupted request did not).
-    if (fuse_reply_entry(req, &p) == 0) ctx->lookups.Add(e.attr.ino);
+    ReplyWithReference(ctx, e.attr.ino, [&] { return fuse_reply_entry(req, &p); });
     return Status::OK();
   });
 }
 
-void ForgetOne(AdapterContext* ctx, fuse_ino_t ino, uint64_t nlookup) {
-  const uint64_t left = ctx->lookups.Forget(InodeId{ino}, nlookup);
-  ctx->fs->Forget(InodeId{ino}, nlookup, left);
-}
 
 void OpForget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
   AdapterContext* ctx = Ctx(req);
@@ -377,6 +377,13 @@ fuse_lowlevel_ops MakeOps() {
 }
 
 }  // namespace
+
+int ReplyWithReference(AdapterContext* ctx, InodeId ino, const std::function<int()>& reply) {
+  ctx->lookups.Add(ino);
+  const int r = reply();
+  if (r != 0) ForgetOne(ctx, static_cast<fuse_ino_t>(ino), 1);
+  return r;
+}
 
 const fuse_lowlevel_ops& LowLevelOps() {
   static const fuse_lowlevel_ops ops = MakeOps();

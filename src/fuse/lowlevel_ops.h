@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <unordered_map>
 
@@ -44,5 +45,13 @@ struct AdapterContext {
 
 // The ops table; its userdata must be an AdapterContext*.
 const fuse_lowlevel_ops& LowLevelOps();
+
+// Sends a reply that hands the kernel one reference to ino (a lookup's entry) and keeps the
+// count exact. The reference is counted before reply() runs: once the reply is out, a FORGET
+// of it may be served by another worker before reply() even returns. When reply() fails (an
+// interrupted request: the kernel never got the entry) the reference is forgotten again, the
+// file system told as for a FORGET. `reply` returns the fuse_reply_* result (0 on success),
+// which is returned.
+int ReplyWithReference(AdapterContext* ctx, InodeId ino, const std::function<int()>& reply);
 
 }  // namespace folio::fuse
