@@ -202,7 +202,7 @@ SMALL=$T/smallfs
 mkdir -p "$SMALL"
 if mount -t tmpfs -o size=8m tmpfs "$SMALL" 2>/dev/null; then
   truncate -s 64M "$SMALL/disk.img"
-  W=$T/mnt/full
+  W=$T/mnt/enospc
   if start_export "$W" "$T/full.log" --cache 128M --name disk "$SMALL/disk.img"; then
     check "ENOSPC reaches every open file's fsync, once; release does not consume it" \
       python3 - "$W/disk" "$W/.stats" <<'EOF'
