@@ -305,6 +305,39 @@ TEST_F(CliTest, BenchKernelRunsInAMemoryCgroup) {
                    {"--kernel-memory lots: use cache (the default: --cache), all"});
 }
 
+// The fio engine runs the job through Debian's fio and reads its JSON, beside Folio's rows.
+TEST_F(CliTest, BenchFioEngineRunsRealFio) {
+  if (std::system("command -v fio >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "no fio binary (apt-get install fio)";
+  }
+  const std::string job = WriteFile("fio.fio",
+                                    "[global]\nsize=8M\nruntime=1\ntime_based\nbs=4k\n"
+                                    "[dr]\nrw=randread\ndirect=1\niodepth=8\n"
+                                    "[zw]\nrw=randwrite\nrandom_distribution=zipf:1.2\n"
+                                    "fsync=16\n");
+  Outcome o = Run({"bench", "--cache", "64M", "--dir", dir_, "--engine", "fio,folio:dynamic",
+                   "--output-format=json", job});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  ASSERT_EQ(j["jobs"].size(), 4u);
+  for (const auto& run : j["jobs"]) {
+    SCOPED_TRACE(run["jobname"].get<std::string>() + " " + run["engine"].get<std::string>());
+    const std::string dir = run["jobname"] == "dr" ? "read" : "write";
+    EXPECT_GT(run[dir]["iops"].get<double>(), 0);
+    EXPECT_GT(run[dir]["clat_ns"]["percentile"]["99.000000"].get<uint64_t>(), 0u);
+    if (run["engine"] != "fio") continue;
+    const std::string note = run["notes"][0];
+    EXPECT_NE(note.find("--ioengine=io_uring"), std::string::npos) << note;
+    EXPECT_NE(note.find(dir == "read" ? "--iodepth=8" : "--random_distribution=zipf:1.2"),
+              std::string::npos) << note;
+    if (dir == "write") {
+      EXPECT_GT(run["sync"]["total_ios"].get<uint64_t>(), 0u) << "fsync=16 reached fio";
+      const std::string kind = run["memory"]["kind"];
+      EXPECT_TRUE(kind == "cgroup v1" || kind == "cgroup v2" || kind == "machine") << kind;
+    }
+  }
+}
+
 // SIGINT in the middle of a kernel run: exit 130 and the cgroup is gone.
 TEST_F(CliTest, BenchRemovesItsCgroupOnSigint) {
   if (geteuid() != 0) GTEST_SKIP() << "not root: creating a memory cgroup needs root";

@@ -155,7 +155,8 @@ Command AddBenchCommand(CLI::App& root) {
   CLI::Option* engine =
       sub->add_option("--engine", args->engines,
                       "Comma-separated engines: limit (memcpy ceiling of cached jobs), kernel, "
-                      "folio:4k, folio:dynamic, folio:fixed:SIZE (e.g. folio:fixed:64k)")
+                      "fio (the job run by the fio binary, ioengine=io_uring), folio:4k, "
+                      "folio:dynamic, folio:fixed:SIZE (e.g. folio:fixed:64k)")
           ->default_str(std::string(bench::kDefaultEngines))
           ->type_name("LIST");
   sub->add_option("--cache", args->cache,

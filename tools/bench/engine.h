@@ -8,6 +8,7 @@
 //   kernel        pread / pwrite on the file, buffered through the kernel's page cache
 //                 (dropped with POSIX_FADV_DONTNEED first, so every engine starts cold); with
 //                 direct=1, O_DIRECT through an io_uring per thread with iodepth in flight
+//   fio           the job run by Debian's fio binary (ioengine=io_uring), its JSON parsed
 //   folio:POLICY  a PageCache of --cache bytes with that folio policy over
 //                 OpenFileDevice(file, O_DIRECT), one AddressSpace; with direct=1 the cache
 //                 is bypassed and workers drive the BlockDevice with iodepth requests in
@@ -97,6 +98,12 @@ class Engine {
   virtual Result<std::unique_ptr<WorkerIo>> NewWorker(uint32_t index) = 0;
   // After the run: syncs written data and collects stats. Not timed.
   virtual Status Finish() = 0;
+  // Whether the engine runs the whole job itself (fio: another process) instead of handing out
+  // WorkerIos; then RunItself replaces RunWorkload and NewWorker is not called.
+  virtual bool runs_itself() const { return false; }
+  virtual Result<TimedRun> RunItself(uint64_t, const std::atomic<bool>*) {
+    return Status::NotSupported("this engine runs through worker threads");
+  }
   // Called (from the bench's main thread, while workers run) when the timed region starts.
   virtual void OnMeasureStart() {}
   // Bytes the engine read from the device (file) between OnMeasureStart and Finish, for the
@@ -112,6 +119,7 @@ class Engine {
 
 std::unique_ptr<Engine> NewKernelEngine(const EngineContext& ctx);
 std::unique_ptr<Engine> NewLimitEngine(const EngineContext& ctx);
+std::unique_ptr<Engine> NewFioEngine(const EngineContext& ctx);
 std::unique_ptr<Engine> NewFolioCachedEngine(const EngineContext& ctx);
 std::unique_ptr<Engine> NewFolioDirectEngine(const EngineContext& ctx);
 

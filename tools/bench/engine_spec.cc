@@ -7,7 +7,7 @@ namespace folio::bench {
 namespace {
 
 constexpr std::string_view kChoices =
-    "use limit, kernel, folio:4k, folio:dynamic or folio:fixed:SIZE (e.g. "
+    "use limit, kernel, fio, folio:4k, folio:dynamic or folio:fixed:SIZE (e.g. "
     "folio:fixed:64k)";
 
 std::string LowerSize(uint64_t bytes) {
@@ -48,6 +48,8 @@ Result<EngineSpec> ParseEngine(std::string_view text) {
     e.kind = EngineSpec::Kind::kKernel;
   } else if (text == "limit") {
     e.kind = EngineSpec::Kind::kLimit;
+  } else if (text == "fio") {
+    e.kind = EngineSpec::Kind::kFio;
 
   } else if (text == "folio:4k") {
     e.kind = EngineSpec::Kind::kFolio4k;

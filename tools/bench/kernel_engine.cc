@@ -279,6 +279,7 @@ std::unique_ptr<Engine> NewKernelEngine(const EngineContext& ctx) {
 
 std::unique_ptr<Engine> NewEngine(const EngineContext& ctx) {
   if (ctx.engine.kind == EngineSpec::Kind::kLimit) return NewLimitEngine(ctx);
+  if (ctx.engine.kind == EngineSpec::Kind::kFio) return NewFioEngine(ctx);
   if (!ctx.engine.is_folio()) return NewKernelEngine(ctx);
   return ctx.job.direct ? NewFolioDirectEngine(ctx) : NewFolioCachedEngine(ctx);
 }

@@ -27,7 +27,7 @@ TEST(EngineSpecTest, RejectsWithTheChoices) {
   for (const char* bad : {"xfs", "folio", "folio:", "folio:8k", "Kernel", ""}) {
     Result<EngineSpec> e = ParseEngine(bad);
     ASSERT_FALSE(e.ok()) << bad;
-    EXPECT_NE(e.status().message().find("unknown engine; use limit, kernel, folio:4k"),
+    EXPECT_NE(e.status().message().find("unknown engine; use limit, kernel, fio, folio:4k"),
               std::string::npos) << e.status().message();
   }
   for (const char* bad : {"folio:fixed:3k", "folio:fixed:4m", "folio:fixed:2k",

@@ -349,7 +349,9 @@ Result<RunResult> Bench::RunOne(const PlannedJob& p, const EngineSpec& spec, uin
     progress.Update(elapsed_ms);
   };
   Result<TimedRun> timed =
-      RunWorkload(plan, [&](uint32_t i) { return engine->NewWorker(i); });
+      engine->runs_itself()
+          ? engine->RunItself(seed, stop_.flag())
+          : RunWorkload(plan, [&](uint32_t i) { return engine->NewWorker(i); });
   progress.Finish();
   if (!timed.ok()) return timed.status();
   FOLIO_RETURN_IF_ERROR(engine->Finish());
