@@ -144,7 +144,7 @@ enum class TxnMode { kRead, kWrite };
 struct MetaOpStats {
   std::string op;
   uint64_t count = 0;
-  uint64_t errors = 0;
+  uint64_t errors = 0;           // calls that returned non-OK (fn's own errors included)
   uint64_t retries = 0;         // conflict retries
   HistogramSnapshot latency_ns;
 };
@@ -174,18 +174,27 @@ class MetaEngine {
   // Runs fn in one transaction (see the contract above). `op` names the operation for stats
   // ("lookup", "create", "rename", "write_slice", ...): a string literal or other string that
   // outlives the engine.
+  // REQUIRES: not called from inside fn of this engine (a transaction does not nest; the
+  // SQLite engine aborts with a message, as it would otherwise wait for itself); fn does not
+  // throw. Before Init, kRead transactions see an empty database (GetFormat returns nullopt)
+  // and kWrite transactions fail with InvalidArgument.
   virtual Status Transact(std::string_view op, TxnMode mode,
                           const std::function<Status(Txn&)>& fn) = 0;
 
   // Hands out n consecutive ids of counter c (kNextInode, kNextSlice, kNextSession), outside
   // any transaction, atomically across processes; returns the first. Ids are never reused,
   // even when the caller's transaction later fails (a gap is harmless).
+  // REQUIRES: not called from inside fn (allocate before Transact, or keep a batch).
+  // Errors: InvalidArgument for a counter that is not an id counter or n outside 1..2^32.
   virtual Result<uint64_t> AllocateIds(Counter c, uint64_t n) = 0;
 
   // Creates the engine's schema in an empty database; with wipe, first removes every Folio
   // record (format --force). A database holding something that is not Folio metadata is
   // refused (InvalidArgument naming the URL), even with wipe.
   enum class InitMode { kCreate, kWipe };
+  // kCreate on a database that already holds a formatted volume is Exists; on a schema without
+  // a format record (Init ran, format did not finish) it succeeds. Init resets the counters
+  // (kNextInode to 1: kRootInode is never handed out).
   virtual Status Init(InitMode mode) = 0;
 
   virtual MetaStats Stats() const = 0;
@@ -193,7 +202,7 @@ class MetaEngine {
   virtual std::string url() const = 0;
 };
 
-// Opens the engine a URL names: sqlite:PATH (more schemes register themselves in meta_url.cc).
+// Opens the engine a URL names: sqlite:PATH (each scheme is a row of the table in meta_url.cc).
 // Errors: InvalidArgument for a malformed URL or an unknown scheme (naming the URL and the
 // schemes known), IOError when the database cannot be reached (naming it, with the reason).
 // Opening does not require a formatted volume; GetFormat tells.

@@ -224,6 +224,9 @@ std::string Field(const Json& j, const char* k, T* out) {
     *out = static_cast<T>(v);
   } else {
     if (!it->is_number_integer()) return fmt::format("\"{}\" must be an integer", k);
+    if (it->is_number_unsigned() && it->template get<uint64_t>() > uint64_t{INT64_MAX}) {
+      return fmt::format("\"{}\" is out of range", k);
+    }
     *out = it->template get<T>();
   }
   return "";

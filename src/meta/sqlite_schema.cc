@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <charconv>
 #include <vector>
 
 #include "meta/meta_types.h"
@@ -142,9 +143,8 @@ Result<SqliteSchemaState> ProbeSqliteSchema(SqliteConn& conn) {
   if (!row) return Status::Corruption(fmt::format("{}: folio_meta has no schema_version", conn.url()));
   const std::string text(stmt.Blob(0));
   int64_t version = 0;
-  try {
-    version = std::stoll(text);
-  } catch (...) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), version);
+  if (ec != std::errc() || end != text.data() + text.size()) {
     return Status::Corruption(
         fmt::format("{}: folio_meta schema_version '{}' is not a number", conn.url(), text));
   }

@@ -14,8 +14,8 @@ int64_t Limit(size_t limit) {
 
 bool ValidFileType(int64_t t) { return t >= 1 && t <= 7; }
 
-constexpr const char* kInodeColumns =
-    "ino, type, mode, uid, gid, nlink, size, rdev, atime_ns, mtime_ns, ctime_ns, flags, parent";
+#define FOLIO_INODE_COLUMNS \
+  "ino, type, mode, uid, gid, nlink, size, rdev, atime_ns, mtime_ns, ctime_ns, flags, parent"
 
 Result<Inode> ReadInode(const SqliteConn& conn, const SqliteStmt& s) {
   Inode n;
@@ -94,8 +94,8 @@ Result<std::vector<InodeId>> SqliteTxn::InodeIds(SqliteStmt& stmt) {
 // ---- inodes ---------------------------------------------------------------------------------
 
 Result<std::optional<Inode>> SqliteTxn::GetInode(InodeId ino) {
-  FOLIO_ASSIGN_OR_RETURN(SqliteStmt s, conn_.Prepare(fmt::format(
-                                           "SELECT {} FROM inodes WHERE ino = ?", kInodeColumns)));
+  FOLIO_ASSIGN_OR_RETURN(SqliteStmt s, conn_.Prepare("SELECT " FOLIO_INODE_COLUMNS
+                                                       " FROM inodes WHERE ino = ?"));
   s.BindU64(1, Raw(ino));
   FOLIO_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row) return std::optional<Inode>();
@@ -110,9 +110,8 @@ Status SqliteTxn::PutInode(const Inode& n) {
   }
   FOLIO_ASSIGN_OR_RETURN(
       SqliteStmt s,
-      PrepareWrite("PutInode", fmt::format("INSERT OR REPLACE INTO inodes({}) VALUES(?, ?, ?, ?, "
-                                           "?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                           kInodeColumns)));
+      PrepareWrite("PutInode", "INSERT OR REPLACE INTO inodes(" FOLIO_INODE_COLUMNS
+                               ") VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   s.BindU64(1, Raw(n.ino)).Bind(2, static_cast<int64_t>(n.type)).Bind(3, n.mode).Bind(4, n.uid);
   s.Bind(5, n.gid).Bind(6, n.nlink).BindU64(7, n.size_bytes).BindU64(8, n.rdev);
   s.Bind(9, n.atime_ns).Bind(10, n.mtime_ns).Bind(11, n.ctime_ns).Bind(12, n.flags);
@@ -130,8 +129,8 @@ Status SqliteTxn::DeleteInode(InodeId ino) {
 Result<std::vector<Inode>> SqliteTxn::ListInodes(InodeId after, size_t limit) {
   FOLIO_ASSIGN_OR_RETURN(
       SqliteStmt s,
-      conn_.Prepare(fmt::format("SELECT {} FROM inodes WHERE ino > ? ORDER BY ino LIMIT ?",
-                                kInodeColumns)));
+      conn_.Prepare("SELECT " FOLIO_INODE_COLUMNS
+                    " FROM inodes WHERE ino > ? ORDER BY ino LIMIT ?"));
   s.BindU64(1, Raw(after)).Bind(2, Limit(limit));
   std::vector<Inode> out;
   for (;;) {

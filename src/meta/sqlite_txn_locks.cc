@@ -24,8 +24,8 @@ Session ReadSession(const SqliteStmt& s) {
   return r;
 }
 
-constexpr const char* kSessionSelect =
-    "SELECT id, host, pid, mountpoint, version, read_only, start_ns, heartbeat_ns FROM sessions";
+#define FOLIO_SESSION_SELECT \
+  "SELECT id, host, pid, mountpoint, version, read_only, start_ns, heartbeat_ns FROM sessions"
 
 }  // namespace
 
@@ -33,7 +33,7 @@ constexpr const char* kSessionSelect =
 
 Result<std::optional<Session>> SqliteTxn::GetSession(SessionId id) {
   FOLIO_ASSIGN_OR_RETURN(SqliteStmt s,
-                         conn_.Prepare(fmt::format("{} WHERE id = ?", kSessionSelect)));
+                         conn_.Prepare(FOLIO_SESSION_SELECT " WHERE id = ?"));
   s.BindU64(1, Raw(id));
   FOLIO_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row) return std::optional<Session>();
@@ -64,7 +64,7 @@ Status SqliteTxn::DeleteSession(SessionId id) {
 
 Result<std::vector<Session>> SqliteTxn::ListSessions() {
   FOLIO_ASSIGN_OR_RETURN(SqliteStmt s,
-                         conn_.Prepare(fmt::format("{} ORDER BY id", kSessionSelect)));
+                         conn_.Prepare(FOLIO_SESSION_SELECT " ORDER BY id"));
   std::vector<Session> out;
   for (;;) {
     FOLIO_ASSIGN_OR_RETURN(bool row, s.Step());
