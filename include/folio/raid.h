@@ -133,6 +133,9 @@ struct RaidSyncReport {
   uint64_t stripes = 0;            // stripe units visited
   uint64_t mismatches = 0;         // stripe units whose parity (or mirrors) disagreed
   uint64_t repaired = 0;           // stripe units rewritten
+  // Stripe units the action could not make consistent (resync with members missing, rebuild
+  // through a region not resynced since an unclean stop): they stay in need of a resync.
+  uint64_t unsynced = 0;
   std::vector<uint64_t> mismatched_stripes;  // first 100 stripe numbers with a mismatch
   uint64_t window_bytes = 0;
   uint64_t unit_bytes = 0;
@@ -248,6 +251,10 @@ class RaidDevice : public BlockDevice {
   // checkpoint of the same action.
   // Context: blocks; other threads' I/O proceeds and is serialised per stripe.
   virtual Result<RaidSyncReport> Sync(RaidSyncAction action, const RaidSyncOptions& options) = 0;
+  // The action the array's state asks for next: a resync of regions an unclean stop left
+  // (whatever action was stored), then a rebuild onto rebuilding members, then a stored
+  // repair or check resumed; nullopt when none. The export's background runner follows it.
+  virtual std::optional<RaidSyncAction> PendingSync() const = 0;
 
   // Marks a member failed (as if it failed a write). Errors: InvalidArgument for an unknown or
   // already failed slot, or when the array would lose more members than its level tolerates.

@@ -1,5 +1,6 @@
 #include "raid/array_meta.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -56,18 +57,29 @@ ArrayMeta::ArrayMeta(const Superblock& sb, std::vector<SlotInit> slots)
     if (slots_[s].device == nullptr) h = SlotHealth::kFailed;
     slots_[s].health.store(static_cast<uint8_t>(h), std::memory_order_relaxed);
     if (h == SlotHealth::kFailed) ++failed;
+    const bool rebuilding = sb.slot_states[s] == SlotState::kRebuilding;
+    slots_[s].rebuild_pos.store(rebuilding ? sb.slot_rebuild[s] : 0, std::memory_order_relaxed);
+    if (!rebuilding) sb_.slot_rebuild[s] = 0;
   }
   failed_.store(failed, std::memory_order_relaxed);
-  rebuild_checkpoint_.store(sb.rebuild_checkpoint, std::memory_order_relaxed);
+  sb_.rebuild_checkpoint = rebuild_checkpoint();
 }
 
 bool ArrayMeta::Readable(uint32_t slot, uint64_t member_end) const {
   switch (health(slot)) {
     case SlotHealth::kInSync: return true;
-    case SlotHealth::kRebuilding: return member_end <= rebuild_checkpoint();
+    case SlotHealth::kRebuilding: return member_end <= rebuild_position(slot);
     case SlotHealth::kFailed: return false;
   }
   return false;
+}
+
+uint64_t ArrayMeta::rebuild_checkpoint() const {
+  uint64_t low = ~uint64_t{0};
+  for (uint32_t s = 0; s < member_count_; ++s) {
+    if (health(s) == SlotHealth::kRebuilding) low = std::min(low, rebuild_position(s));
+  }
+  return low == ~uint64_t{0} ? 0 : low;
 }
 
 Superblock ArrayMeta::superblock() const {
@@ -80,7 +92,21 @@ void ArrayMeta::SetHealthLocked(uint32_t slot, SlotHealth h) {
   if (old == h) return;
   if (old == SlotHealth::kFailed) failed_.fetch_sub(1, std::memory_order_acq_rel);
   if (h == SlotHealth::kFailed) failed_.fetch_add(1, std::memory_order_acq_rel);
+  slots_[slot].generation.fetch_add(1, std::memory_order_acq_rel);
   slots_[slot].health.store(static_cast<uint8_t>(h), std::memory_order_release);
+  if (h != SlotHealth::kRebuilding) SetRebuildLocked(slot, 0);
+}
+
+void ArrayMeta::SetRebuildLocked(uint32_t slot, uint64_t pos) {
+  slots_[slot].rebuild_pos.store(pos, std::memory_order_release);
+  sb_.slot_rebuild[slot] = pos;
+  uint64_t low = ~uint64_t{0};
+  for (uint32_t s = 0; s < member_count_; ++s) {
+    if (sb_.slot_states[s] == SlotState::kRebuilding && health(s) == SlotHealth::kRebuilding) {
+      low = std::min(low, sb_.slot_rebuild[s]);
+    }
+  }
+  sb_.rebuild_checkpoint = low == ~uint64_t{0} ? 0 : low;
 }
 
 Status ArrayMeta::WriteAllLocked() {
@@ -107,8 +133,8 @@ Status ArrayMeta::WriteAllLocked() {
       }
       if (first_error.ok()) first_error = st.WithContext("member " + slots_[s].name);
       if (quiet_.load(std::memory_order_acquire)) continue;
-      SetHealthLocked(s, SlotHealth::kFailed);
       sb_.slot_states[s] = SlotState::kFailed;
+      SetHealthLocked(s, SlotHealth::kFailed);
       any_failed = true;
     }
     if (written == 0) {
@@ -133,8 +159,8 @@ Status ArrayMeta::MarkFailed(uint32_t slot) {
   if (health(slot) == SlotHealth::kFailed && sb_.slot_states[slot] == SlotState::kFailed) {
     return Status::OK();
   }
-  SetHealthLocked(slot, SlotHealth::kFailed);
   sb_.slot_states[slot] = SlotState::kFailed;
+  SetHealthLocked(slot, SlotHealth::kFailed);
   return WriteAllLocked();
 }
 
@@ -151,29 +177,33 @@ Status ArrayMeta::Replace(uint32_t slot, SlotInit fresh, bool in_sync,
   slots_[slot].name = std::move(fresh.name);
   sb_.slot_uuids[slot] = NewUuid();
   sb_.slot_states[slot] = in_sync ? SlotState::kActive : SlotState::kRebuilding;
-  if (!in_sync) {
-    sb_.rebuild_checkpoint = 0;
-    rebuild_checkpoint_.store(0, std::memory_order_release);
-  }
   SetHealthLocked(slot, in_sync ? SlotHealth::kInSync : SlotHealth::kRebuilding);
+  SetRebuildLocked(slot, 0);
   return WriteAllLocked();
 }
 
-Status ArrayMeta::SetRebuildCheckpoint(uint64_t pos,
-                                       const std::function<void(Superblock*)>& also) {
+Status ArrayMeta::SetRebuildPositions(std::span<const RebuildMove> moves,
+                                      const std::function<void(Superblock*)>& also,
+                                      uint32_t* done) {
   std::lock_guard<std::mutex> lock(mu_);
   if (also) also(&sb_);
-  sb_.rebuild_checkpoint = pos;
-  rebuild_checkpoint_.store(pos, std::memory_order_release);
-  if (pos >= sb_.member_data_bytes) {
-    for (uint32_t s = 0; s < member_count_; ++s) {
-      if (health(s) == SlotHealth::kRebuilding) {
-        SetHealthLocked(s, SlotHealth::kInSync);
-        sb_.slot_states[s] = SlotState::kActive;
-      }
+  uint32_t made = 0;
+  for (const RebuildMove& m : moves) {
+    FOLIO_CHECK(m.slot < member_count_);
+    if (health(m.slot) != SlotHealth::kRebuilding || generation(m.slot) != m.generation) {
+      continue;  // failed or replaced since the sync saw it: its position is not ours
     }
-    sb_.rebuild_checkpoint = 0;
+    FOLIO_CHECK_MSG(m.position <= sb_.member_data_bytes, "rebuild position past the data area");
+    if (m.position <= rebuild_position(m.slot)) continue;
+    if (m.position >= sb_.member_data_bytes) {
+      sb_.slot_states[m.slot] = SlotState::kActive;
+      SetHealthLocked(m.slot, SlotHealth::kInSync);
+      made |= 1u << m.slot;
+    } else {
+      SetRebuildLocked(m.slot, m.position);
+    }
   }
+  if (done != nullptr) *done = made;
   return WriteAllLocked();
 }
 
@@ -196,8 +226,8 @@ Status ArrayMeta::WriteBitmap(const char* image, bool flush) {
     }
     if (first_error.ok()) first_error = st.WithContext("member " + slots_[s].name + " bitmap");
     if (quiet_.load(std::memory_order_acquire)) continue;
-    SetHealthLocked(s, SlotHealth::kFailed);
     sb_.slot_states[s] = SlotState::kFailed;
+    SetHealthLocked(s, SlotHealth::kFailed);
     any_failed = true;
   }
   if (written == 0) {

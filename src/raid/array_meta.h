@@ -10,7 +10,13 @@
 // Invariants:
 //   1. health(slot) mirrors sb_.slot_states (kFailed for failed slots and for slots whose
 //      member is absent); it only moves away from kFailed through Replace().
-//   2. Readable(slot, end) implies the member holds valid data below `end`.
+//   2. Readable(slot, end) implies the member holds valid data below `end`: an in-sync slot
+//      everywhere, a rebuilding slot below its own rebuild position.
+//   3. generation(slot) changes whenever the slot's member or health changes (fail, replace,
+//      rebuilt to the end): a sync that saw one generation may move that slot's rebuild
+//      position only while it is unchanged (SetRebuildPositions checks it).
+//   4. sb_.rebuild_checkpoint is the lowest rebuild position of the rebuilding slots (0 when
+//      none), the array-wide position older superblocks had.
 //
 // Thread safety: all methods are thread-safe.
 // Context: Update / MarkFailed / WriteBitmap / Replace block on member I/O.
@@ -21,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -58,8 +65,14 @@ class ArrayMeta {
   // The member takes writes (in sync or being rebuilt).
   bool Writable(uint32_t slot) const { return health(slot) != SlotHealth::kFailed; }
   uint32_t failed_count() const { return failed_.load(std::memory_order_acquire); }
-  uint64_t rebuild_checkpoint() const {
-    return rebuild_checkpoint_.load(std::memory_order_acquire);
+  // The lowest rebuild position of the rebuilding slots (0 when none).
+  uint64_t rebuild_checkpoint() const;
+  // A rebuilding slot's rebuild position (0 for other slots).
+  uint64_t rebuild_position(uint32_t slot) const {
+    return slots_[slot].rebuild_pos.load(std::memory_order_acquire);
+  }
+  uint64_t generation(uint32_t slot) const {
+    return slots_[slot].generation.load(std::memory_order_acquire);
   }
   uint64_t data_offset_bytes() const { return data_offset_; }
   // A copy of the reference superblock.
@@ -70,14 +83,24 @@ class ArrayMeta {
   Status Update(const std::function<void(Superblock*)>& fn);
   // Marks a slot failed and records it (no-op when already failed). `why` is for the log.
   Status MarkFailed(uint32_t slot);
-  // Puts a fresh member (already holding nothing of value) into a failed slot as kRebuilding,
-  // with rebuild checkpoint 0 (or, when in_sync, as kInSync). The slot's previous device is
-  // moved to *old (callers keep it alive while requests to it may be in flight).
+  // Puts a fresh member (already holding nothing of value) into a failed slot as kRebuilding
+  // with rebuild position 0 (or, when in_sync, as kInSync); other slots' rebuild positions
+  // are untouched. The slot's previous device is moved to *old (callers keep it alive while
+  // requests to it may be in flight).
   Status Replace(uint32_t slot, SlotInit fresh, bool in_sync, std::unique_ptr<BlockDevice>* old);
-  // Moves the rebuild checkpoint; at the end of the data area rebuilding slots become in sync.
-  // `also`, when set, changes other fields in the same update.
-  Status SetRebuildCheckpoint(uint64_t pos,
-                              const std::function<void(Superblock*)>& also = nullptr);
+  // A new rebuild position for a slot, valid only while the slot keeps `generation`.
+  struct RebuildMove {
+    uint32_t slot = 0;
+    uint64_t generation = 0;
+    uint64_t position = 0;
+  };
+  // Moves the rebuild positions of the slots in `moves` that are still rebuilding with the
+  // same generation (never backwards); a slot reaching the end of the data area becomes in
+  // sync. `also`, when set, changes other fields in the same update. Returns the slots made
+  // in sync through *done (may be null).
+  Status SetRebuildPositions(std::span<const RebuildMove> moves,
+                             const std::function<void(Superblock*)>& also = nullptr,
+                             uint32_t* done = nullptr);
 
   // Writes bitmap_bytes of `image` to every writable member; flushes them when `flush`.
   Status WriteBitmap(const char* image, bool flush);
@@ -92,17 +115,19 @@ class ArrayMeta {
     std::string name;
     std::unique_ptr<BlockDevice> device;
     std::atomic<uint8_t> health{static_cast<uint8_t>(SlotHealth::kFailed)};
+    std::atomic<uint64_t> rebuild_pos{0};
+    std::atomic<uint64_t> generation{1};
   };
   // Writes sb_ to every writable member and flushes; marks failing members failed and
   // retries. REQUIRES: mu_ held.
   Status WriteAllLocked();
   void SetHealthLocked(uint32_t slot, SlotHealth h);
+  void SetRebuildLocked(uint32_t slot, uint64_t pos);
 
   const uint32_t member_count_;
   const uint64_t data_offset_;
   std::unique_ptr<Slot[]> slots_;
   std::atomic<uint32_t> failed_{0};
-  std::atomic<uint64_t> rebuild_checkpoint_{0};
   std::atomic<bool> quiet_{false};
   std::atomic<uint64_t> sb_writes_{0};
   std::atomic<uint64_t> bitmap_writes_{0};

@@ -84,7 +84,7 @@ void StripeOp::Reset() {
   locked = counted_wait = false;
   for (char*& b : buf) b = nullptr;
   buf_count = 0;
-  mismatch = repaired = false;
+  mismatch = repaired = unsynced = false;
 }
 
 ThreadCtx::~ThreadCtx() {
@@ -300,6 +300,8 @@ void RaidDeviceImpl::ReleaseChild(ThreadCtx* c, UserIo* u, const Status& status)
   IoRequest* req = u->req;
   if (u->bitmap_held) bitmap_->EndWrite(u->bitmap_first, u->bitmap_last, NowMs());
   if (req->op == IoOp::kFlush && bitmap_ != nullptr && u->status.ok()) {
+    // The members were flushed after the flush's bitmap write: that image is durable now.
+    if (u->bitmap_written != 0) bitmap_->MarkDurable(u->bitmap_written);
     bitmap_->FlushDone(u->flush_token, NowMs(), options_.bitmap_clear_delay_ms);
   }
   stats_.RecordRequest(req->op, req->length, NowNs() - req->submit_ns);
@@ -315,7 +317,7 @@ bool RaidDeviceImpl::HandleMemberError(uint32_t slot) {
   return meta_->failed_count() <= RaidFailureTolerance(geometry_.level(), geometry_.members());
 }
 
-Status RaidDeviceImpl::PersistBitmap(uint64_t version, bool flush) {
+Status RaidDeviceImpl::PersistBitmap(uint64_t version, bool flush, uint64_t* written) {
   std::lock_guard<std::mutex> lock(bitmap_persist_mu_);
   // version 0: write out whatever changed (cleared bits); otherwise make `version` durable.
   if (version != 0 ? bitmap_->IsDurable(version) : !bitmap_->ImageChanged()) {
@@ -325,7 +327,10 @@ Status RaidDeviceImpl::PersistBitmap(uint64_t version, bool flush) {
       static_cast<char*>(std::aligned_alloc(4096, bitmap_->image_bytes())), std::free);
   const uint64_t v = bitmap_->Snapshot(image.get());
   Status st = meta_->WriteBitmap(image.get(), flush);
-  if (st.ok()) bitmap_->MarkDurable(v);
+  // Written without a member flush, the image may still be lost to a crash: a writer that
+  // needs one of its bits must not skip its own flushed write for it.
+  if (st.ok() && flush) bitmap_->MarkDurable(v);
+  if (st.ok() && written != nullptr) *written = v;
   return st;
 }
 

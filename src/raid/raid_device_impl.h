@@ -30,6 +30,7 @@
 #include "raid/geometry.h"
 #include "raid/raid_ops.h"
 #include "raid/stripe_lock.h"
+#include "raid/sync_machine.h"
 
 namespace folio::raid {
 
@@ -76,6 +77,7 @@ class RaidDeviceImpl final : public RaidDevice {
   RaidStats raid_stats() const override;
   int SlotOf(std::string_view name) const override;
   Result<RaidSyncReport> Sync(RaidSyncAction action, const RaidSyncOptions& options) override;
+  std::optional<RaidSyncAction> PendingSync() const override;
   Status FailMember(uint32_t slot) override;
   Status ReplaceMember(uint32_t slot, RaidMember fresh) override;
   Status Stop() override;
@@ -105,8 +107,11 @@ class RaidDeviceImpl final : public RaidDevice {
   void ReleaseChild(ThreadCtx* c, UserIo* u, const Status& status);
   // Marks a member failed after an I/O error; returns whether the array still has its data.
   bool HandleMemberError(uint32_t slot);
-  // Makes the bitmap image version `version` durable on the members.
-  Status PersistBitmap(uint64_t version, bool flush);
+  // Writes the bitmap image to the members when version `version` is not yet durable (0:
+  // when the image changed since it last was). With `flush` the members are flushed and the
+  // written version is durable when this returns; without, it is not (the caller makes it
+  // durable after its own member flush: MarkDurable(*written)).
+  Status PersistBitmap(uint64_t version, bool flush, uint64_t* written = nullptr);
   uint64_t NowMs() const;
 
   // ---- Planning (raid_plan.cc)
@@ -160,8 +165,29 @@ class RaidDeviceImpl final : public RaidDevice {
   template <typename Fn>
   void TimeParity(Fn&& fn);
 
-  // ---- Sync (raid_sync.cc)
+  // ---- Sync (raid_sync.cc): each step of a run, in the order Sync() takes them.
+  // The pass an action needs now: start, unit, window. Errors: nothing to rebuild.
+  Result<SyncConfig> PlanSync(RaidSyncAction action, const RaidSyncOptions& opt) const;
+  void BeginSyncPass(SyncRun* run, const SyncConfig& cfg);
+  // Issues units while the window has room (resync skips regions needing none).
+  void RefillSync(SyncRun* run);
+  // One turn of the loop: stop conditions, throttle, refill, drive, checkpoint, progress,
+  // wait. Returns false when the pass is over.
+  Result<bool> StepSync(SyncRun* run);
+  // Flush the members, then record what the flushed data allows (docs/format/raid.md).
+  Status PersistCheckpoint(SyncRun* run, bool final);
+  // Flushes every writable member; one that fails is failed. Errors: no redundancy left.
+  Status FlushMembersForCheckpoint();
+  void PublishSyncProgress(SyncRun* run, double bps);
+  bool RebuildLeft() const;
   void OnSyncOpDone(StripeOp* op);
+  // Parity work of a sync unit (after its reads).
+  void ComputeSyncMirror(StripeOp* op);
+  // Recomputes parity from the data; marks mismatches of readable parity, and with `write`
+  // queues the recomputed parity for every slot that differs or is lost and writable.
+  bool VerifyParity(StripeOp* op, bool write);
+  // A unit with unreadable members where parity is untrusted (region needs a resync).
+  void ComputeSyncUntrusted(StripeOp* op);
 
   const StripeGeometry& geometry() const { return geometry_; }
   ArrayMeta& meta() { return *meta_; }

@@ -57,6 +57,7 @@ struct UserIo {
   uint64_t bitmap_first = 0;
   uint64_t bitmap_last = 0;
   uint64_t flush_token = 0;
+  uint64_t bitmap_written = 0;  // flush: the bitmap version it wrote before the member flushes
 };
 
 enum class OpKind : uint8_t { kPiece, kStripe, kFlush };
@@ -141,6 +142,7 @@ struct StripeOp : Op {
   // kSync results.
   bool mismatch = false;
   bool repaired = false;
+  bool unsynced = false;  // could not be made consistent (parity untrusted, members lost)
   uint32_t length() const { return col_end - col_begin; }
 };
 

@@ -272,7 +272,7 @@ void RaidDeviceImpl::StartFlush(ThreadCtx* c, UserIo* u) {
   if (bitmap_ != nullptr) {
     u->flush_token = bitmap_->FlushBegin();
     // Bits cleared by earlier flushes reach the disk now; this flush makes them durable.
-    Status st = PersistBitmap(0, /*flush=*/false);
+    Status st = PersistBitmap(0, /*flush=*/false, &u->bitmap_written);
     if (!st.ok() && u->status.ok()) u->status = st;
   }
   FlushOp* op = new FlushOp();

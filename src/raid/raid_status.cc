@@ -61,10 +61,13 @@ RaidStatus DescribeArray(const Superblock& sb, const ArrayMeta& meta,
   }
   st.rebuild_checkpoint = meta.rebuild_checkpoint();
   st.sync.total_bytes = sb.member_data_bytes;
+  // What runs next (NextPendingSync's order, a rebuild shown first as before): a resync of
+  // regions an unclean stop left comes before a stored check or repair.
   if (rebuilding) {
     st.sync.action = "rebuild";
     st.sync.position_bytes = meta.rebuild_checkpoint();
-  } else if (sb.sync_action != SyncAction::kNone) {
+  } else if (sb.sync_action == SyncAction::kResync ||
+             (sb.sync_action != SyncAction::kNone && st.resync_regions == 0)) {
     st.sync.action = std::string(SyncActionName(sb.sync_action));
     st.sync.position_bytes = sb.sync_checkpoint;
   } else if (st.resync_regions > 0) {
@@ -121,6 +124,15 @@ RaidStats RaidDeviceImpl::raid_stats() const {
   st.parity_ns = counters_.parity_ns.load();
   st.cpu_ns = counters_.cpu_ns.load();
   return st;
+}
+
+std::optional<RaidSyncAction> RaidDeviceImpl::PendingSync() const {
+  if (bitmap_ == nullptr) return std::nullopt;
+  bool rebuilding = false;
+  for (uint32_t s = 0; s < geometry_.members(); ++s) {
+    rebuilding |= meta_->health(s) == SlotHealth::kRebuilding;
+  }
+  return NextPendingSync(bitmap_->resync_count(), rebuilding, meta_->superblock().sync_action);
 }
 
 int RaidDeviceImpl::SlotOf(std::string_view name) const {
@@ -205,7 +217,9 @@ Status RaidDeviceImpl::Stop() {
     bitmap_->ClearIdle();
     st = PersistBitmap(0, /*flush=*/true);
   }
-  if (st.ok() && active_.load()) {
+  // Clean only when nothing waits for a resync: a stop after read-only use of an unclean
+  // array (a copy from it, a check) leaves it as it was, with no superblock written.
+  if (st.ok() && active_.load() && (bitmap_ == nullptr || bitmap_->resync_count() == 0)) {
     st = meta_->Update([](Superblock* sb) { sb->flags |= kSuperblockFlagClean; });
   }
   meta_->SetQuiet(true);

@@ -1,5 +1,6 @@
 #include "raid/superblock.h"
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -42,7 +43,8 @@ constexpr size_t kOffSlotStates = 160;  // 32 x u8
 constexpr size_t kOffSlotUuids = 192;   // 32 x 16 bytes
 constexpr size_t kOffSyncSpeed = 704;
 constexpr size_t kOffSyncSpeedTime = 712;
-constexpr size_t kOffReserved2 = 720;   // to the end of the block, zero
+constexpr size_t kOffSlotRebuild = 720;  // 32 x u64
+constexpr size_t kOffReserved2 = 976;   // to the end of the block, zero
 
 constexpr uint64_t kMaxMemberDataBytes = 1ull << 50;
 
@@ -247,6 +249,24 @@ Status ValidateSuperblock(const Superblock& sb, std::string_view m, uint64_t dev
   if (sb.rebuild_checkpoint > sb.member_data_bytes) {
     return Bad(m, "rebuild_checkpoint", Num(sb.rebuild_checkpoint), "past the data area");
   }
+  bool per_slot = false;
+  uint64_t lowest = ~uint64_t{0};
+  for (uint32_t s = 0; s < kRaidMaxMembers; ++s) {
+    const std::string field = "slot_rebuild[" + Num(s) + "]";
+    if (sb.slot_rebuild[s] > sb.member_data_bytes) {
+      return Bad(m, field, Num(sb.slot_rebuild[s]), "past the data area");
+    }
+    if (sb.slot_rebuild[s] != 0 && sb.slot_states[s] != SlotState::kRebuilding) {
+      return Bad(m, field, Num(sb.slot_rebuild[s]), "set for a slot that is not rebuilding");
+    }
+    per_slot |= sb.slot_rebuild[s] != 0;
+    if (sb.slot_states[s] == SlotState::kRebuilding) lowest = std::min(lowest, sb.slot_rebuild[s]);
+  }
+  // With per-slot positions, rebuild_checkpoint is the lowest of them (what older builds read).
+  if (per_slot && sb.rebuild_checkpoint != lowest) {
+    return Bad(m, "rebuild_checkpoint", Num(sb.rebuild_checkpoint),
+               "must be the lowest slot_rebuild of the rebuilding slots (" + Num(lowest) + ")");
+  }
   if (sb.sync_speed_bytes_per_s > (1ull << 50)) {
     return Bad(m, "sync_speed", Num(sb.sync_speed_bytes_per_s), "larger than 1 PiB/s");
   }
@@ -287,6 +307,7 @@ SuperblockBlock EncodeSuperblock(const Superblock& sb) {
   for (uint32_t s = 0; s < kRaidMaxMembers; ++s) {
     Put8(b, kOffSlotStates + s, static_cast<uint8_t>(sb.slot_states[s]));
     std::memcpy(b + kOffSlotUuids + 16 * s, sb.slot_uuids[s].data(), 16);
+    Put64(b, kOffSlotRebuild + 8 * s, sb.slot_rebuild[s]);
   }
   Put32(b, kOffCrc, BlockCrc(b));
   return out;
@@ -344,8 +365,17 @@ Result<Superblock> DecodeSuperblock(std::span<const char> block, std::string_vie
   for (uint32_t s = 0; s < kRaidMaxMembers; ++s) {
     sb.slot_states[s] = static_cast<SlotState>(Get8(b, kOffSlotStates + s));
     std::memcpy(sb.slot_uuids[s].data(), b + kOffSlotUuids + 16 * s, 16);
+    sb.slot_rebuild[s] = Get64(b, kOffSlotRebuild + 8 * s);
   }
   FOLIO_RETURN_IF_ERROR(ValidateSuperblock(sb, m, device_bytes));
+  // Superblocks written before per-slot rebuild positions hold zeros there and the one
+  // array-wide position in rebuild_checkpoint; newer ones write it as the lowest per-slot
+  // position, so the larger of the two is every rebuilding slot's own.
+  for (uint32_t s = 0; s < sb.member_count; ++s) {
+    if (sb.slot_states[s] == SlotState::kRebuilding) {
+      sb.slot_rebuild[s] = std::max(sb.slot_rebuild[s], sb.rebuild_checkpoint);
+    }
+  }
   return sb;
 }
 

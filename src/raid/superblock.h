@@ -67,13 +67,17 @@ struct Superblock {
   uint64_t bitmap_region_bytes = 0;  // member bytes covered by one bitmap bit
   SyncAction sync_action = SyncAction::kNone;
   uint64_t sync_checkpoint = 0;      // member pos where sync_action resumes
-  uint64_t rebuild_checkpoint = 0;   // member pos below which kRebuilding slots are in sync
+  // The lowest slot_rebuild of the rebuilding slots (0 when none): the one array-wide position
+  // of superblocks older than slot_rebuild, which decode takes for every rebuilding slot.
+  uint64_t rebuild_checkpoint = 0;
   // Of the running sync (resync, check, repair or rebuild), written at each checkpoint so
   // that another process can show its speed; both 0 when no sync runs (or unknown).
   uint64_t sync_speed_bytes_per_s = 0;  // member bytes per second, recent
   uint64_t sync_speed_time_ms = 0;      // Unix milliseconds of that checkpoint
   std::array<SlotState, kRaidMaxMembers> slot_states{};
   std::array<Uuid, kRaidMaxMembers> slot_uuids{};
+  // Per slot: member pos below which a kRebuilding slot holds valid data (0 for other slots).
+  std::array<uint64_t, kRaidMaxMembers> slot_rebuild{};
 
   bool clean() const { return (flags & kSuperblockFlagClean) != 0; }
   // Bits of the write-intent bitmap in use.

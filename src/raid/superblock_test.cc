@@ -73,6 +73,9 @@ TEST(Superblock, RoundTripsEveryField) {
     sb.rebuild_checkpoint = 3 << 20;
     sb.slot_states[1] = SlotState::kFailed;
     sb.slot_states[2] = SlotState::kRebuilding;
+    sb.slot_states[4] = SlotState::kRebuilding;
+    sb.slot_rebuild[2] = 3 << 20;
+    sb.slot_rebuild[4] = 5 << 20;
     sb.flags = 0;
     const SuperblockBlock block = EncodeSuperblock(sb);
     auto back = DecodeSuperblock(block, "m3", 128 << 20);
@@ -96,6 +99,7 @@ TEST(Superblock, RoundTripsEveryField) {
     EXPECT_EQ(back->sync_action, SyncAction::kRepair);
     EXPECT_EQ(back->sync_checkpoint, sb.sync_checkpoint);
     EXPECT_EQ(back->rebuild_checkpoint, sb.rebuild_checkpoint);
+    EXPECT_EQ(back->slot_rebuild, sb.slot_rebuild);
     EXPECT_EQ(back->slot_states, sb.slot_states);
     EXPECT_EQ(back->slot_uuids, sb.slot_uuids);
     EXPECT_EQ(back->create_time_s, sb.create_time_s);
@@ -167,6 +171,8 @@ TEST(Superblock, RangeChecksNameTheField) {
       {136, 1, 7, "sync_action"},
       {144, 8, 65ull << 20, "sync_checkpoint"},
       {152, 8, 65ull << 20, "rebuild_checkpoint"},
+      {720, 8, 65ull << 20, "slot_rebuild[0]"},
+      {720 + 8, 8, 4096, "slot_rebuild[1]"},  // slot 1 is active, not rebuilding
       {704, 8, (1ull << 50) + 1, "sync_speed"},
       {64, 8, 0, "events"},
       {160, 1, 9, "slot_state[0]"},
@@ -212,6 +218,43 @@ TEST(Superblock, SyncSpeedFields) {
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->sync_speed_bytes_per_s, 0x1122334455ull);
   EXPECT_EQ(back->sync_speed_time_ms, 1700000000123ull);
+}
+
+// Per-slot rebuild positions (720..975, were reserved zero): each rebuilding slot's own, and
+// rebuild_checkpoint (152) the lowest of them. A block from before them (all zero there) gives
+// every rebuilding slot the array-wide rebuild_checkpoint.
+TEST(Superblock, PerSlotRebuildPositions) {
+  Superblock sb = MakeArray(RaidLevel::kRaid6, 6)[0];
+  sb.slot_states[2] = SlotState::kRebuilding;
+  sb.slot_states[5] = SlotState::kRebuilding;
+  sb.slot_rebuild[2] = 0;
+  sb.slot_rebuild[5] = 7 << 20;
+  sb.rebuild_checkpoint = 0;
+  SuperblockBlock b = EncodeSuperblock(sb);
+  uint64_t pos5 = 0;
+  for (int i = 7; i >= 0; --i) pos5 = (pos5 << 8) | static_cast<uint8_t>(b[720 + 8 * 5 + i]);
+  EXPECT_EQ(pos5, 7u << 20);
+  auto back = DecodeSuperblock(b, "m", 0);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->slot_rebuild[2], 0u);
+  EXPECT_EQ(back->slot_rebuild[5], 7u << 20);
+
+  // The legacy form: no per-slot positions, one array-wide checkpoint.
+  Superblock legacy = sb;
+  legacy.slot_rebuild = {};
+  legacy.rebuild_checkpoint = 3 << 20;
+  auto old = DecodeSuperblock(EncodeSuperblock(legacy), "m", 0);
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->slot_rebuild[2], 3u << 20);
+  EXPECT_EQ(old->slot_rebuild[5], 3u << 20);
+  EXPECT_EQ(old->slot_rebuild[1], 0u) << "only rebuilding slots";
+
+  // rebuild_checkpoint not the lowest per-slot position (0) is refused, naming the field.
+  b[152 + 2] = 0x10;  // 1 MiB
+  Reseal(&b);
+  auto r = DecodeSuperblock(b, "m9", 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("rebuild_checkpoint"), std::string_view::npos);
 }
 
 TEST(Superblock, MemberTooSmall) {
