@@ -262,6 +262,21 @@ class RaidDevice : public BlockDevice {
   // Puts a fresh member in a failed slot; it is rebuilt by Sync(kRebuild).
   virtual Status ReplaceMember(uint32_t slot, RaidMember fresh) = 0;
 
+  // Healing for a checksumming layer above (a dev: block store): reads array bytes
+  // [offset, offset + length) as if member `slot` were missing, rebuilding the pieces it holds
+  // from the others (P for RAID 5 / 6, another mirror for RAID 1); writes nothing. When the
+  // bytes a normal read returned fail a checksum and this variant passes, `slot` returned
+  // wrong bytes. REQUIRES: offset and length 4096-aligned. Errors: InvalidArgument (RAID 0,
+  // bad slot or range), DataLoss when another member the rebuild needs is unreadable.
+  // Context: synchronous member I/O on the calling thread; holds the stripes' column locks.
+  virtual Status ReadAsIfMissing(uint32_t slot, uint64_t offset, uint64_t length,
+                                 char* buf) = 0;
+  // Writes `data`, the known-good array bytes of [offset, offset + length), to the pieces
+  // member `slot` holds in that range (every piece on RAID 1), then flushes it: the member
+  // agrees with the others and parity again. Same requirements and context as above.
+  virtual Status RepairMember(uint32_t slot, uint64_t offset, uint64_t length,
+                              const char* data) = 0;
+
   // Waits for this thread's I/O, flushes, clears the bitmap and marks the array clean.
   // Further I/O fails. Called by the destructor when not called before.
   virtual Status Stop() = 0;

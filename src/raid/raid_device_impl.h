@@ -81,6 +81,9 @@ class RaidDeviceImpl final : public RaidDevice {
   Status FailMember(uint32_t slot) override;
   Status ReplaceMember(uint32_t slot, RaidMember fresh) override;
   Status Stop() override;
+  // raid_heal.cc
+  Status ReadAsIfMissing(uint32_t slot, uint64_t offset, uint64_t length, char* buf) override;
+  Status RepairMember(uint32_t slot, uint64_t offset, uint64_t length, const char* data) override;
 
   static constexpr uint32_t kBlockBytes = 4096;
 
@@ -199,6 +202,7 @@ class RaidDeviceImpl final : public RaidDevice {
 
  private:
   Status EnsureActive();
+  Status CheckHealArgs(uint32_t slot, uint64_t offset, uint64_t length) const;
   Status SubmitBatches(ThreadCtx* c);
   void Deliver(ThreadCtx* c, size_t* delivered);
 
