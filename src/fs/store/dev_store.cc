@@ -157,6 +157,7 @@ void DevStoreImpl::IoLoop() {
   while (true) {
     std::deque<StoreRequest*> work;
     Control* control = nullptr;
+    bool control_waiting = false;  // a Clean() waits for the batch in flight: start no other
     {
       std::unique_lock<std::mutex> lock(mu_);
       bool busy = device_->InFlight() > 0 || batch_ != nullptr || !pending_writes_.empty();
@@ -169,6 +170,7 @@ void DevStoreImpl::IoLoop() {
         control = controls_.front();
         controls_.pop_front();
       }
+      control_waiting = !controls_.empty();
     }
     for (StoreRequest* req : work) Dispatch(req);
     if (control != nullptr) {
@@ -184,7 +186,7 @@ void DevStoreImpl::IoLoop() {
       control->done = true;
       control->cv.notify_all();
     }
-    if (batch_ == nullptr && !pending_writes_.empty()) StartWriteBatch();
+    if (batch_ == nullptr && !pending_writes_.empty() && !control_waiting) StartWriteBatch();
     if (device_->InFlight() > 0) {
       Result<size_t> polled = device_->Poll(1);
       if (!polled.ok()) {  // the device refuses to poll: its requests fail; do not spin

@@ -11,6 +11,7 @@
 #include "fs/store/dev_format.h"
 #include "fs/store/sector_codec.h"
 #include "fs/store/store_test_util.h"
+#include "fs/store/store_url.h"
 
 namespace folio::store {
 namespace {
@@ -223,6 +224,41 @@ TEST_F(DevStoreTest, FullStoreIsNoSpaceAndObjectsTooLargeAreRefused) {
   for (uint64_t i = 1; i < id; ++i) (void)s->Delete(ObjectKey::Block(i, 0, 200000));
   ObjectKey k = ObjectKey::Block(5000, 0, 200000);
   EXPECT_TRUE(s->Put(k, test::ObjectBytes(k).data()).ok());
+}
+
+// dev:SPEC through the URL functions, with the caller's device opener (the CLI's).
+TEST_F(DevStoreTest, OpensFromAUrlWithTheCallersDeviceOpener) {
+  std::vector<std::string> specs;
+  DeviceOpenFn open = [&](std::string_view spec) -> Result<std::unique_ptr<BlockDevice>> {
+    specs.emplace_back(spec);
+    if (spec != "mem:16M") return Status::NotFound(std::string(spec) + ": no such device");
+    return View(mem_.get());
+  };
+  Result<StoreUrl> u = ParseStoreUrl("dev:raid:/a,/b,/c");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->kind, StoreUrl::Kind::kDev);
+  EXPECT_EQ(u->target, "raid:/a,/b,/c");
+  EXPECT_EQ(ParseStoreUrl("dev:").status().code(), StatusCode::kInvalidArgument);
+  FormatOptions f;
+  f.segment_bytes = 2 << 20;
+  ASSERT_TRUE(FormatBlockStore("dev:mem:16M", "vol", f, open).ok());
+  EXPECT_EQ(FormatBlockStore("dev:mem:16M", "vol", FormatOptions{}, open).code(),
+            StatusCode::kExists);
+  EXPECT_EQ(FormatBlockStore("dev:mem:16M", "vol", FormatOptions{}, nullptr).code(),
+            StatusCode::kInvalidArgument);
+  StoreOptions o;
+  o.prefix = "vol";
+  auto s = OpenBlockStore("dev:mem:16M", o, open);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ((*s)->url(), "dev:mem:16M");
+  ObjectKey k = ObjectKey::Block(1, 0, 1000);
+  ASSERT_TRUE((*s)->Put(k, test::ObjectBytes(k).data()).ok());
+  EXPECT_NE((*s)->ObjectPath(k).find("vol/chunks/0/0/1_0_1000"), std::string::npos);
+  auto* dev = dynamic_cast<DevStore*>(s->get());
+  ASSERT_NE(dev, nullptr);
+  EXPECT_EQ(dev->dev_stats().segment_bytes, 2u << 20);
+  EXPECT_EQ(OpenBlockStore("dev:file:/nope", o, open).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(specs.back(), "file:/nope");
 }
 
 }  // namespace

@@ -29,6 +29,7 @@ namespace folio::store {
 
 struct FormatOptions {
   bool force = false;  // replace a store (or foreign content) that is already there
+  uint64_t segment_bytes = 0;  // dev: stores only (DevFormatOptions::segment_bytes)
 };
 
 // Creates PATH (and parents) if missing and writes PATH/<prefix>/store.json. Errors: Exists

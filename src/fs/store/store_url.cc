@@ -17,23 +17,54 @@ Result<StoreUrl> ParseStoreUrl(std::string_view url) {
     }
     return out;
   }
-  return Status::InvalidArgument(
-      fmt::format("store URL '{}': must be dir:PATH (e.g. dir:/var/lib/folio)", url));
+  if (starts("dev:")) {
+    out.kind = StoreUrl::Kind::kDev;
+    out.target = std::string(url.substr(4));
+    if (out.target.empty()) {
+      return Status::InvalidArgument(fmt::format(
+          "store URL '{}': dev: needs a device spec (e.g. dev:file:/data/folio.img)", url));
+    }
+    return out;
+  }
+  return Status::InvalidArgument(fmt::format(
+      "store URL '{}': must be dir:PATH or dev:SPEC (e.g. dir:/var/lib/folio, "
+      "dev:raid:/d/m1,/d/m2,/d/m3)",
+      url));
 }
+
+namespace {
+
+Result<std::unique_ptr<BlockDevice>> OpenFor(const StoreUrl& parsed, std::string_view url,
+                                             const DeviceOpenFn& open_device) {
+  if (!open_device) {
+    return Status::InvalidArgument(
+        fmt::format("store URL '{}': this program cannot open devices", url));
+  }
+  return open_device(parsed.target);
+}
+
+}  // namespace
 
 Status FormatBlockStore(std::string_view url, std::string_view prefix,
                         const FormatOptions& format, const DeviceOpenFn& open_device) {
-  (void)open_device;
   FOLIO_ASSIGN_OR_RETURN(StoreUrl parsed, ParseStoreUrl(url));
-  return FormatDirStore(parsed.target, prefix, format);
+  if (parsed.kind == StoreUrl::Kind::kDir) return FormatDirStore(parsed.target, prefix, format);
+  FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<BlockDevice> device, OpenFor(parsed, url, open_device));
+  DevFormatOptions dev;
+  dev.force = format.force;
+  dev.segment_bytes = format.segment_bytes;
+  return FormatDevStore(device.get(), prefix, dev);
 }
 
 Result<std::unique_ptr<BlockStore>> OpenBlockStore(std::string_view url,
                                                    const StoreOptions& options,
                                                    const DeviceOpenFn& open_device) {
-  (void)open_device;
   FOLIO_ASSIGN_OR_RETURN(StoreUrl parsed, ParseStoreUrl(url));
-  return OpenDirStore(parsed.target, options);
+  if (parsed.kind == StoreUrl::Kind::kDir) return OpenDirStore(parsed.target, options);
+  FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<BlockDevice> device, OpenFor(parsed, url, open_device));
+  FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<DevStore> store,
+                         OpenDevStore(std::move(device), std::string(url), options));
+  return std::unique_ptr<BlockStore>(std::move(store));
 }
 
 }  // namespace folio::store
