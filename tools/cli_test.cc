@@ -1,6 +1,6 @@
 // Integration test of the `folio` binary: exit codes and one-line errors for bad input,
 // doctor's JSON, tiny bench runs through every engine, and bench --device on mem:, file: and
-// raid: devices (when the binary has the RAID commands).
+// raid: devices.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -15,86 +15,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli_test_util.h"
+
 namespace {
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class CliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/folio-cli-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { ASSERT_EQ(std::system(("rm -rf '" + dir_ + "'").c_str()), 0); }
-
-  // Runs the folio binary with args; stdout / stderr go through files (no pipe deadlock).
-  Outcome Run(const std::vector<std::string>& args) {
-    const std::string out_path = dir_ + "/stdout", err_path = dir_ + "/stderr";
-    pid_t pid = fork();
-    if (pid == 0) {
-      int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      dup2(out, 1);
-      dup2(err, 2);
-      std::vector<char*> argv{const_cast<char*>(FOLIO_BINARY)};
-      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(FOLIO_BINARY, argv.data());
-      _exit(127);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    Outcome o;
-    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    o.out = Slurp(out_path);
-    o.err = Slurp(err_path);
-    return o;
-  }
-
-  std::string WriteFile(const std::string& name, const std::string& text) {
-    std::string path = dir_ + "/" + name;
-    std::ofstream(path) << text;
-    return path;
-  }
-
-  // A usage error: exit 2 and exactly one stderr line containing every needle.
-  void ExpectUsageError(const std::vector<std::string>& args,
-                        const std::vector<std::string>& needles) {
-    Outcome o = Run(args);
-    std::string cmd;
-    for (const auto& a : args) cmd += " " + a;
-    SCOPED_TRACE("folio" + cmd);
-    EXPECT_EQ(o.exit_code, 2) << o.err;
-    ASSERT_FALSE(o.err.empty());
-    EXPECT_EQ(o.err.back(), '\n');
-    EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << "one line only:\n" << o.err;
-    for (const std::string& n : needles) EXPECT_NE(o.err.find(n), std::string::npos) << o.err;
-  }
-
-  // A file of `bytes` zero bytes.
-  std::string ZeroFile(const std::string& name, off_t bytes) {
-    const std::string path = WriteFile(name, "");
-    EXPECT_EQ(truncate(path.c_str(), bytes), 0) << path;
-    return path;
-  }
-
-  // Whether this folio has device specs (`folio raid` / `bench --device`, tools/raid).
-  bool HasDeviceSpecs() { return Run({"--help"}).out.find("raid") != std::string::npos; }
-
-  std::string dir_;
-};
+using folio::cli::test::CliTest;
+using folio::cli::test::Outcome;
+using folio::cli::test::Slurp;
 
 // Whether [from, to) of the file holds only zero bytes.
 bool AllZero(const std::string& path, size_t from, size_t to) {
@@ -374,7 +301,6 @@ TEST_F(CliTest, BenchRemovesItsCgroupOnSigint) {
 namespace {
 
 TEST_F(CliTest, BenchOnMemDevice) {
-  if (!HasDeviceSpecs()) GTEST_SKIP() << "folio built without tools/raid";
   const std::string job = WriteFile("mem.fio",
                                     "[rr]\nrw=randread\nbs=4k\nsize=8M\nruntime=1\ntime_based\n"
                                     "pre_read=1\n"
@@ -429,7 +355,6 @@ TEST_F(CliTest, BenchOnMemDevice) {
 }
 
 TEST_F(CliTest, BenchOnFileDeviceLaysDownDataForReads) {
-  if (!HasDeviceSpecs()) GTEST_SKIP() << "folio built without tools/raid";
   const std::string dev = ZeroFile("dev.img", 8 << 20);
   // Size-based (no runtime): each engine reads the first 4M once.
   const std::string job = WriteFile("file.fio", "[r]\nrw=read\nbs=64k\nsize=4M\n"
@@ -459,7 +384,6 @@ TEST_F(CliTest, BenchOnFileDeviceLaysDownDataForReads) {
 }
 
 TEST_F(CliTest, BenchOnRaidDevice) {
-  if (!HasDeviceSpecs()) GTEST_SKIP() << "folio built without tools/raid";
   const std::string a = dir_ + "/m0", b = dir_ + "/m1", c = dir_ + "/m2";
   Outcome o = Run({"raid", "create", "--level", "5", "--chunk", "64K", "--size", "8M",
                    "--assume-clean", a, b, c});
@@ -489,7 +413,6 @@ TEST_F(CliTest, BenchOnRaidDevice) {
 }
 
 TEST_F(CliTest, BenchDeviceBadInput) {
-  if (!HasDeviceSpecs()) GTEST_SKIP() << "folio built without tools/raid";
   const std::string job = WriteFile("j.fio", "[j]\nrw=randread\nsize=8M\n");
   ExpectUsageError({"bench", "--device", "nvme:0", job}, {"--device nvme:0", "no such file"});
   ExpectUsageError({"bench", "--device", "raid:" + dir_ + "/only", job},

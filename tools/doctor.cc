@@ -11,8 +11,9 @@
 
 #include "base/cpu_features.h"
 #include "base/units.h"
-#include "cli.h"
-#include "cli_util.h"
+#include "cli/cli.h"
+#include "cli/cli_util.h"
+#include "core_commands.h"
 #include "doctor_probe.h"
 
 namespace folio::cli {

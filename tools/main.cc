@@ -1,38 +1,18 @@
-// The `folio` binary: the commands live in libraries (folio_tools: doctor, bench; and, when
-// they are built, folio_raid_cli: raid, copy; folio_export_cli: export); main lists them and
-// guarantees that no exception escapes: anything thrown is one line and exit code 1.
-#include <exception>
-#include <new>
-#include <string>
+// The `folio` binary: the list of its commands, each in its own library (folio_tools: doctor,
+// bench; folio_raid_cli: raid, copy; folio_export_cli: export). A new command is one line
+// here. RunMain (cli/cli.h) parses, dispatches and catches every exception.
 #include <vector>
 
-#include "cli.h"
-#include "cli_util.h"
-#ifdef FOLIO_HAVE_RAID_CLI
-#include "raid/bench_device.h"
-#include "raid/raid_cmd.h"
-#endif
-#ifdef FOLIO_HAVE_EXPORT_CLI
+#include "cli/cli.h"
+#include "core_commands.h"
 #include "export/export_command.h"
-#endif
+#include "raid/raid_cmd.h"
 
 int main(int argc, char** argv) {
-  try {
-    std::vector<folio::cli::CommandFactory> commands = folio::cli::CoreCommands();
-#ifdef FOLIO_HAVE_RAID_CLI
-    commands.push_back(&folio::cli::RegisterRaidCommands);
-    commands.push_back(&folio::cli::RegisterCopyCommand);
-    folio::cli::InstallBenchDeviceHooks();  // `folio bench --device SPEC`
-#endif
-#ifdef FOLIO_HAVE_EXPORT_CLI
-    commands.push_back(&folio::cli::AddExportCommand);
-#endif
-    return folio::cli::RunCli(argc, argv, commands);
-  } catch (const std::bad_alloc&) {
-    return folio::cli::RuntimeError("folio", "out of memory");
-  } catch (const std::exception& e) {
-    return folio::cli::RuntimeError("folio", std::string("internal error: ") + e.what());
-  } catch (...) {
-    return folio::cli::RuntimeError("folio", "internal error: unknown exception");
-  }
+  using namespace folio::cli;
+  const std::vector<CommandFactory> commands = {
+      &AddDoctorCommand,     &AddBenchCommand,    &RegisterRaidCommands,
+      &RegisterCopyCommand,  &AddExportCommand,
+  };
+  return RunMain(argc, argv, commands);
 }

@@ -49,6 +49,7 @@
 #include <nlohmann/json.hpp>
 
 #include "folio/page_cache.h"
+#include "fuse/export_names.h"
 #include "fuse/filesystem.h"
 #include "fuse/request_stats.h"
 
@@ -56,8 +57,6 @@ namespace folio::fuse {
 
 inline constexpr InodeId kStatsInode{2};
 inline constexpr InodeId kControlInode{3};
-inline constexpr char kStatsName[] = ".stats";
-inline constexpr char kControlName[] = ".control";
 
 struct ExportVolume {
   std::string name;                  // file name in the mount root

@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
 # `folio export` driven by real clients, as a user would: bad input, fio with verify=crc32c
 # (psync and io_uring), exclusive use, .stats, --unmount, --daemon + SIGTERM, kill -9 and
-# re-export, ext4 on a loop device over the export; and, when `folio raid` exists, the same on
-# a RAID 5 volume with a member failed during a copy, replace, rebuild, check.
+# re-export, ext4 on a loop device over the export; and the same on a RAID 5 volume with a
+# member failed during a copy (`folio raid fail` sent to the export's .control), replace,
+# rebuild, check.
 #
-# Usage: export_cli_test.sh EXPORT_BIN [FOLIO_BIN]
-#   EXPORT_BIN  a binary with the export command (the test driver)
-#   FOLIO_BIN   the main `folio` binary: used for export when it has the command, and for
-#               `folio raid` when it has that
+# Usage: export_cli_test.sh FOLIO_BIN   (the `folio` binary)
 # Exit 77 (skipped) only when /dev/fuse does not exist. Ends with "N passed, N failed".
 set -uo pipefail
 
@@ -16,13 +14,7 @@ if [ ! -e /dev/fuse ]; then
   exit 77
 fi
 
-EXPORT_BIN=$1
-FOLIO_BIN=${2:-}
-if [ -n "$FOLIO_BIN" ] && "$FOLIO_BIN" export --help >/dev/null 2>&1; then
-  EXPORT_BIN=$FOLIO_BIN
-fi
-HAVE_RAID=0
-if [ -n "$FOLIO_BIN" ] && "$FOLIO_BIN" raid --help >/dev/null 2>&1; then HAVE_RAID=1; fi
+FOLIO_BIN=$1
 
 T=$(mktemp -d /tmp/folio-export-test.XXXXXX)
 passed=0
@@ -59,7 +51,7 @@ start_export() {
   local dir=$1 log=$2
   shift 2
   mkdir -p "$dir"
-  "$EXPORT_BIN" export --mount "$dir" "$@" 2>"$log" &
+  "$FOLIO_BIN" export --mount "$dir" "$@" 2>"$log" &
   EXPORTER=$!
   for _ in $(seq 1 300); do
     [ -r "$dir/.stats" ] && return 0
@@ -73,7 +65,7 @@ start_export() {
 # stop_export DIR: `folio export --unmount DIR`, then reaps the exporter; returns its status.
 stop_export() {
   local dir=$1
-  "$EXPORT_BIN" export --unmount "$dir" || return 1
+  "$FOLIO_BIN" export --unmount "$dir" || return 1
   wait "$EXPORTER"
   local rc=$?
   EXPORTER=""
@@ -85,7 +77,7 @@ expect_error() {
   local code=$1 pattern=$2
   shift 2
   local err rc
-  err=$("$EXPORT_BIN" export "$@" 2>&1 >/dev/null)
+  err=$("$FOLIO_BIN" export "$@" 2>&1 >/dev/null)
   rc=$?
   if [ "$rc" -ne "$code" ]; then echo "  exit $rc, want $code: $err"; return 1; fi
   if [ "$(printf '%s\n' "$err" | wc -l)" -ne 1 ]; then echo "  not one line: $err"; return 1; fi
@@ -176,7 +168,7 @@ fi
 echo "== daemon and SIGTERM"
 D=$T/mnt/daemon
 mkdir -p "$D"
-if "$EXPORT_BIN" export --daemon --log "$T/daemon.log" --mount "$D" --cache 64M \
+if "$FOLIO_BIN" export --daemon --log "$T/daemon.log" --mount "$D" --cache 64M \
      --name disk "$DATA" 2>"$T/daemon.err"; then
   ok "daemon started and mounted (parent exit 0)"
   pid=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['pid'])" "$D/.stats")
@@ -233,7 +225,7 @@ c = os.open(disk, os.O_RDWR)  # opened after A and B saw the error
 assert fsync_errno(c) == 0
 os.close(c)
 EOF
-    "$EXPORT_BIN" export --unmount "$W"
+    "$FOLIO_BIN" export --unmount "$W"
     wait "$EXPORTER"
     rc=$?
     EXPORTER=""
@@ -293,7 +285,7 @@ if start_export "$K" "$T/kill.log" --cache 64M --name disk "$DATA"; then
   synced_bytes=$(fsynced_bytes "$T/fio-kill")
   echo "fio's fsyncs covered $synced_bytes bytes before the kill"
   check "a killed export leaves a dead mount that --unmount clears" \
-    "$EXPORT_BIN" export --unmount "$K"
+    "$FOLIO_BIN" export --unmount "$K"
   if start_export "$K" "$T/kill2.log" --cache 64M --name disk "$DATA"; then
     ok "re-export after kill -9 (locks released by the kernel)"
     check "fsynced data survived kill -9" \
@@ -356,98 +348,94 @@ raid_check_clean() {  # raid_check_clean MEMBER...: `folio raid check` finds 0 m
   python3 -c "import json,sys; m=json.loads(sys.argv[1])['mismatches']; print('  mismatches', m); sys.exit(m != 0)" "$out"
 }
 
-if [ "$HAVE_RAID" -eq 1 ]; then
-  echo "== RAID 5 export"
-  RD=$T/raid
-  mkdir -p "$RD"
-  "$FOLIO_BIN" raid create --level 5 --chunk 64K --size 160M --assume-clean \
-    "$RD/m0" "$RD/m1" "$RD/m2" >/dev/null
-  V=$T/mnt/raid
-  if start_export "$V" "$T/raid.log" --cache 128M "raid:$RD/m0,$RD/m1,$RD/m2"; then
-    ok "RAID 5 export mounted"
-    check "RAID 5: fio verify psync" fio_verify "$V/m0" psync 0 48M
-    check "RAID 5: fio verify io_uring" fio_verify "$V/m0" io_uring 64M 48M
-    check ".stats: RAID member I/O and a stripe cache of arena folios" \
-      test "$(raid_field "$V" "len(r['io']['members']) == 3 and r['io']['stripe_cache_in_arena']
-            and r['io']['members'][0]['write_kib'] > 0")" = True
-    check "RAID 5: ext4 over the export" ext4_round_trip "$V/m0" /usr/share/doc/fio
+echo "== RAID 5 export"
+RD=$T/raid
+mkdir -p "$RD"
+"$FOLIO_BIN" raid create --level 5 --chunk 64K --size 160M --assume-clean \
+  "$RD/m0" "$RD/m1" "$RD/m2" >/dev/null
+V=$T/mnt/raid
+if start_export "$V" "$T/raid.log" --cache 128M "raid:$RD/m0,$RD/m1,$RD/m2"; then
+  ok "RAID 5 export mounted"
+  check "RAID 5: fio verify psync" fio_verify "$V/m0" psync 0 48M
+  check "RAID 5: fio verify io_uring" fio_verify "$V/m0" io_uring 64M 48M
+  check ".stats: RAID member I/O and a stripe cache of arena folios" \
+    test "$(raid_field "$V" "len(r['io']['members']) == 3 and r['io']['stripe_cache_in_arena']
+          and r['io']['members'][0]['write_kib'] > 0")" = True
+  check "RAID 5: ext4 over the export" ext4_round_trip "$V/m0" /usr/share/doc/fio
 
-    echo "== RAID 5: a member fails during the copy"
-    mkfs.ext4 -q -F -E nodiscard "$V/m0" && LOOPDEV=$(losetup -f --show "$V/m0") &&
-      mkdir -p "$T/ext4" && mount "$LOOPDEV" "$T/ext4"
-    cp -a /usr/share/doc "$T/ext4/" &
-    cp_pid=$!
-    sleep 2
-    # folio raid fail on members a running export holds goes to the export's .control.
-    check "folio raid fail while copying (forwarded to the export)" \
-      "$FOLIO_BIN" raid fail --member "$RD/m1" "$RD/m0" "$RD/m1" "$RD/m2"
-    wait "$cp_pid"
-    check "copy completed on the degraded array" test $? -eq 0
-    check "array is degraded" test "$(raid_field "$V" "r['state']")" = degraded
-    umount "$T/ext4"
-    check "e2fsck -fn clean after a degraded copy" e2fsck -fn "$LOOPDEV"
-    mount "$LOOPDEV" "$T/ext4"
-    check "diff -r equal after remount" diff -r --no-dereference /usr/share/doc "$T/ext4/doc"
-    umount "$T/ext4"
-    check "folio raid replace (forwarded to the export)" \
-      "$FOLIO_BIN" raid replace --old "$RD/m1" --new "$RD/m3" "$RD/m0" "$RD/m1" "$RD/m2"
-    check "a bad .control command is refused" \
-      bash -c "! echo 'fail /no/such/member' > '$V/.control' 2>/dev/null"
-    check "rebuild ran to the end" wait_raid_idle "$V"
-    check "array clean after the rebuild" \
-      test "$(raid_field "$V" "r['state'] in ('clean', 'active')")" = True
-    losetup -d "$LOOPDEV" && LOOPDEV=""
-    for _ in 1 2 3 4 5; do stop_export "$V" && break; sleep 1; done
-    check "RAID export unmounted" bash -c "! grep -q ' $V ' /proc/mounts"
-    check "folio raid check: 0 mismatches after replace + rebuild" \
+  echo "== RAID 5: a member fails during the copy"
+  mkfs.ext4 -q -F -E nodiscard "$V/m0" && LOOPDEV=$(losetup -f --show "$V/m0") &&
+    mkdir -p "$T/ext4" && mount "$LOOPDEV" "$T/ext4"
+  cp -a /usr/share/doc "$T/ext4/" &
+  cp_pid=$!
+  sleep 2
+  # folio raid fail on members a running export holds goes to the export's .control.
+  check "folio raid fail while copying (forwarded to the export)" \
+    "$FOLIO_BIN" raid fail --member "$RD/m1" "$RD/m0" "$RD/m1" "$RD/m2"
+  wait "$cp_pid"
+  check "copy completed on the degraded array" test $? -eq 0
+  check "array is degraded" test "$(raid_field "$V" "r['state']")" = degraded
+  umount "$T/ext4"
+  check "e2fsck -fn clean after a degraded copy" e2fsck -fn "$LOOPDEV"
+  mount "$LOOPDEV" "$T/ext4"
+  check "diff -r equal after remount" diff -r --no-dereference /usr/share/doc "$T/ext4/doc"
+  umount "$T/ext4"
+  check "folio raid replace (forwarded to the export)" \
+    "$FOLIO_BIN" raid replace --old "$RD/m1" --new "$RD/m3" "$RD/m0" "$RD/m1" "$RD/m2"
+  check "a bad .control command is refused" \
+    bash -c "! echo 'fail /no/such/member' > '$V/.control' 2>/dev/null"
+  check "rebuild ran to the end" wait_raid_idle "$V"
+  check "array clean after the rebuild" \
+    test "$(raid_field "$V" "r['state'] in ('clean', 'active')")" = True
+  losetup -d "$LOOPDEV" && LOOPDEV=""
+  for _ in 1 2 3 4 5; do stop_export "$V" && break; sleep 1; done
+  check "RAID export unmounted" bash -c "! grep -q ' $V ' /proc/mounts"
+  check "folio raid check: 0 mismatches after replace + rebuild" \
+    raid_check_clean "$RD/m0" "$RD/m3" "$RD/m2"
+else
+  fail "RAID 5 export mounted"
+fi
+
+echo "== RAID 5: kill -9 during fio, re-export, bitmap resync"
+if start_export "$V" "$T/raid-kill.log" --cache 64M --name vol \
+     "raid:$RD/m0,$RD/m3,$RD/m2"; then
+  head -c 4M /dev/urandom >"$T/raid-synced"
+  dd if="$T/raid-synced" of="$V/vol" bs=1M seek=200 conv=notrunc,fsync status=none
+  # Random writes in flight (io_uring) dirty bitmap regions all over the volume while fio's
+  # fsynced sequential writer runs; the export dies under both.
+  fio --name=bg --filename="$V/vol" --ioengine=io_uring --iodepth=8 --direct=1 \
+    --rw=randwrite --bs=64k --offset=256M --size=40M --time_based --runtime=30 \
+    >/dev/null 2>&1 &
+  fio_pid=$!
+  mkdir -p "$T/fio-raid-kill"
+  fio_fsync_writer "$V/vol" "$T/fio-raid-kill"
+  sleep 2
+  kill -9 "$EXPORTER"
+  wait "$EXPORTER" 2>/dev/null
+  EXPORTER=""
+  wait "$fio_pid" 2>/dev/null
+  wait "$FIO_PID" 2>/dev/null
+  raid_synced_bytes=$(fsynced_bytes "$T/fio-raid-kill")
+  echo "fio's fsyncs covered $raid_synced_bytes bytes of the RAID volume before the kill"
+  check "RAID: --unmount clears the dead mount" "$FOLIO_BIN" export --unmount "$V"
+  if start_export "$V" "$T/raid-kill2.log" --cache 64M --name vol \
+       "raid:$RD/m0,$RD/m3,$RD/m2"; then
+    ok "RAID: re-export after kill -9 assembles"
+    check "RAID: bitmap resync ran" wait_raid_idle "$V"
+    check "RAID: the resync was of the bitmap's dirty regions" \
+      test "$(raid_field "$V" "r.get('background_syncs_completed', 0) >= 1")" = True
+    check "RAID: fsynced data survived kill -9" \
+      cmp "$T/raid-synced" <(dd if="$V/vol" bs=1M skip=200 count=4 status=none)
+    check "RAID: everything fio fsynced survived kill -9 (fio verify_only)" \
+      fio_verify_fsynced "$V/vol" "$raid_synced_bytes"
+    check "RAID: re-export unmounts cleanly" stop_export "$V"
+    check "RAID: 0 mismatches after kill -9 and resync" \
       raid_check_clean "$RD/m0" "$RD/m3" "$RD/m2"
   else
-    fail "RAID 5 export mounted"
-  fi
-
-  echo "== RAID 5: kill -9 during fio, re-export, bitmap resync"
-  if start_export "$V" "$T/raid-kill.log" --cache 64M --name vol \
-       "raid:$RD/m0,$RD/m3,$RD/m2"; then
-    head -c 4M /dev/urandom >"$T/raid-synced"
-    dd if="$T/raid-synced" of="$V/vol" bs=1M seek=200 conv=notrunc,fsync status=none
-    # Random writes in flight (io_uring) dirty bitmap regions all over the volume while fio's
-    # fsynced sequential writer runs; the export dies under both.
-    fio --name=bg --filename="$V/vol" --ioengine=io_uring --iodepth=8 --direct=1 \
-      --rw=randwrite --bs=64k --offset=256M --size=40M --time_based --runtime=30 \
-      >/dev/null 2>&1 &
-    fio_pid=$!
-    mkdir -p "$T/fio-raid-kill"
-    fio_fsync_writer "$V/vol" "$T/fio-raid-kill"
-    sleep 2
-    kill -9 "$EXPORTER"
-    wait "$EXPORTER" 2>/dev/null
-    EXPORTER=""
-    wait "$fio_pid" 2>/dev/null
-    wait "$FIO_PID" 2>/dev/null
-    raid_synced_bytes=$(fsynced_bytes "$T/fio-raid-kill")
-    echo "fio's fsyncs covered $raid_synced_bytes bytes of the RAID volume before the kill"
-    check "RAID: --unmount clears the dead mount" "$EXPORT_BIN" export --unmount "$V"
-    if start_export "$V" "$T/raid-kill2.log" --cache 64M --name vol \
-         "raid:$RD/m0,$RD/m3,$RD/m2"; then
-      ok "RAID: re-export after kill -9 assembles"
-      check "RAID: bitmap resync ran" wait_raid_idle "$V"
-      check "RAID: the resync was of the bitmap's dirty regions" \
-        test "$(raid_field "$V" "r.get('background_syncs_completed', 0) >= 1")" = True
-      check "RAID: fsynced data survived kill -9" \
-        cmp "$T/raid-synced" <(dd if="$V/vol" bs=1M skip=200 count=4 status=none)
-      check "RAID: everything fio fsynced survived kill -9 (fio verify_only)" \
-        fio_verify_fsynced "$V/vol" "$raid_synced_bytes"
-      check "RAID: re-export unmounts cleanly" stop_export "$V"
-      check "RAID: 0 mismatches after kill -9 and resync" \
-        raid_check_clean "$RD/m0" "$RD/m3" "$RD/m2"
-    else
-      fail "RAID: re-export after kill -9"
-    fi
-  else
-    fail "RAID export for kill -9"
+    fail "RAID: re-export after kill -9"
   fi
 else
-  echo "note: RAID scenarios not run: '$FOLIO_BIN raid' is not available in this build"
+  fail "RAID export for kill -9"
 fi
 
 echo "$passed passed, $failed failed"

@@ -8,10 +8,11 @@
 #include <string>
 
 #include "base/units.h"
-#include "bench/device.h"
 #include "bench/runner.h"
-#include "cli.h"
-#include "cli_util.h"
+#include "cli/cli.h"
+#include "cli/cli_util.h"
+#include "cli/device_spec.h"
+#include "core_commands.h"
 
 namespace folio::cli {
 
@@ -47,19 +48,11 @@ std::string DefaultDir() {
 // needs a file: on raid: / mem: it is a usage error when --engine names it, and is dropped
 // (with a note in the output) from the default list.
 Status DeviceConfig(const BenchArgs& args, bench::BenchConfig* config) {
-  const bench::BenchDeviceHooks& hooks = bench::GetBenchDeviceHooks();
-  if (!hooks.installed()) {
-    return Status::InvalidArgument("--device: this folio was built without device specs "
-                                   "(tools/raid); run the jobs on files instead");
-  }
-  Result<std::string> kernel_path = hooks.kernel_path(args.device);
-  if (!kernel_path.ok()) {
-    return Status::InvalidArgument(kernel_path.status().message());
-  }
+  Result<DeviceSpec> spec = ParseDeviceSpec(args.device);
+  if (!spec.ok()) return ForSpec("--device", spec.status());
   config->device_spec = args.device;
-  config->device_hooks = hooks;
-  config->device_kernel_path = *kernel_path;
-  if (!kernel_path->empty()) return Status::OK();
+  config->device_kernel_path = spec->file_path();
+  if (!config->device_kernel_path.empty()) return Status::OK();
   std::vector<bench::EngineSpec> kept;
   for (const bench::EngineSpec& e : config->engines) {
     if (!e.uses_kernel_page_cache()) {

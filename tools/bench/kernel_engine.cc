@@ -20,7 +20,7 @@
 #include "base/units.h"
 #include "bench/engine.h"
 #include "bench/memcg.h"
-#include "cli_util.h"
+#include "cli/cli_util.h"
 
 namespace folio::bench {
 

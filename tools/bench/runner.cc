@@ -14,12 +14,12 @@
 #include "base/progress.h"
 #include "base/units.h"
 #include "bench/datafile.h"
-#include "bench/device.h"
 #include "bench/engine.h"
 #include "bench/memcg.h"
 #include "bench/plot.h"
 #include "bench/report.h"
-#include "cli_util.h"
+#include "cli/device_spec.h"
+#include "cli/cli_util.h"
 #include "folio/arena.h"
 
 namespace folio::bench {
@@ -277,16 +277,14 @@ void Bench::MakeMemoryCgroup(const std::vector<PlannedJob>& jobs) {
 }
 
 int Bench::OpenDevice(const std::vector<LoadedJob>& loaded) {
-  if (!config_.device_hooks.installed()) {
-    return cli::UsageError(kPrefix, "--device: this folio was built without device specs "
-                                    "(tools/raid); run the jobs on files instead");
-  }
   // As many requests in flight per thread as the deepest job keeps, like a data file's device.
   uint32_t depth = 64;
   for (const LoadedJob& l : loaded) depth = std::max(depth, l.job.iodepth);
-  Result<std::unique_ptr<BlockDevice>> d =
-      config_.device_hooks.open(config_.device_spec, std::min<uint32_t>(depth, 4096));
-  if (!d.ok()) return cli::ExitWithStatus(kPrefix, d.status());
+  cli::DeviceOpenOptions o;
+  o.direct = true;
+  o.queue_depth = std::min<uint32_t>(depth, 4096);
+  Result<std::unique_ptr<BlockDevice>> d = cli::OpenDevice(config_.device_spec, o);
+  if (!d.ok()) return cli::ExitWithStatus(kPrefix, cli::ForSpec("--device", d.status()));
   device_ = std::move(d).value();
   return cli::kExitOk;
 }
@@ -498,13 +496,6 @@ int Bench::Emit() {
 }
 
 }  // namespace
-
-namespace {
-BenchDeviceHooks g_device_hooks;
-}  // namespace
-
-void SetBenchDeviceHooks(const BenchDeviceHooks& hooks) { g_device_hooks = hooks; }
-const BenchDeviceHooks& GetBenchDeviceHooks() { return g_device_hooks; }
 
 int RunBench(const BenchConfig& config) {
   StopSignal stop;

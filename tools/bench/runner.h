@@ -17,7 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "bench/device.h"
 #include "bench/engine_spec.h"
 
 namespace folio::bench {
@@ -33,10 +32,9 @@ struct BenchConfig {
   // --kernel-memory: the memory cgroup limit of the kernel engine's buffered runs (default
   // cache_bytes: equal memory); nullopt = all of the machine's memory (no cgroup).
   std::optional<uint64_t> kernel_memory_bytes;
-  // --device: every engine runs on this device spec, opened with device_hooks.open;
+  // --device: every engine runs on this device spec (cli/device_spec.h), opened once;
   // device_kernel_path is the kernel engine's file ("" for raid: / mem:).
   std::string device_spec;
-  BenchDeviceHooks device_hooks;
   std::string device_kernel_path;
   // Engines dropped from the default list because the device is not a file (kernel on
   // raid: / mem:); reported in the header and the JSON.

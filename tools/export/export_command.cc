@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "base/units.h"
-#include "cli_util.h"
+#include "cli/export_control.h"
+#include "cli/cli_util.h"
 #include "export/export_run.h"
+#include "fuse/export_names.h"
 #include "fuse/mount_point.h"
 
 namespace folio::cli {
@@ -50,11 +52,11 @@ uint64_t PhysicalMemoryBytes() {
 }
 
 Status CheckName(const std::string& name) {
-  if (name.empty() || name == "." || name == ".." || name == ".stats" || name == ".control" ||
-      name.find('/') != std::string::npos || name.size() > 255) {
-    return Status::InvalidArgument("--name '" + name +
-                                   "': not a usable file name; give a "
-                                   "name without '/' (not .stats or .control)");
+  if (name.empty() || name == "." || name == ".." || name == fuse::kStatsName ||
+      name == fuse::kControlName || name.find('/') != std::string::npos || name.size() > 255) {
+    return Status::InvalidArgument("--name '" + name + "': not a usable file name; give a " +
+                                   "name without '/' (not " + fuse::kStatsName + " or " +
+                                   fuse::kControlName + ")");
   }
   return Status::OK();
 }
@@ -67,7 +69,7 @@ Status BuildNames(const ExportArgs& a, ExportConfig* c) {
   }
   std::set<std::string> seen;
   for (size_t i = 0; i < c->specs.size(); ++i) {
-    std::string name = i < a.names.size() ? a.names[i] : c->specs[i].DefaultName(i);
+    std::string name = i < a.names.size() ? a.names[i] : DefaultVolumeName(c->specs[i], i);
     FOLIO_RETURN_IF_ERROR(CheckName(name));
     if (!seen.insert(name).second) {
       return Status::InvalidArgument("two devices would both be named '" + name +
@@ -108,7 +110,9 @@ Status BuildExportConfig(const ExportArgs& a, ExportConfig* c) {
   c->threads = a.threads;
   if (!a.log.empty() && !a.daemon) return Status::InvalidArgument("--log goes with --daemon");
   for (const std::string& text : a.specs) {
+    // Paths made absolute now: a --daemon changes to "/" before it opens them.
     FOLIO_ASSIGN_OR_RETURN(DeviceSpec spec, ParseDeviceSpec(text));
+    FOLIO_RETURN_IF_ERROR(ResolveDevicePaths(&spec));
     c->specs.push_back(std::move(spec));
   }
   FOLIO_RETURN_IF_ERROR(BuildNames(a, c));
@@ -163,10 +167,10 @@ int Run(const ExportArgs& a) {
 Command AddExportCommand(CLI::App& root) {
   auto a = std::make_shared<ExportArgs>();
   CLI::App* sub = root.add_subcommand(
-      "export",
+      kExportCommandName,
       "Serve devices or RAID volumes as files in a FUSE mount, read and written "
       "through Folio's page cache (for fio, mkfs, loop devices, any program).");
-  sub->add_option("--mount", a->mount, "Empty directory to mount on");
+  sub->add_option(kExportMountFlag, a->mount, "Empty directory to mount on");
   sub->add_option("--unmount", a->unmount,
                   "Unmount the export at DIR (from any shell) and wait for its process to "
                   "write everything back and exit");

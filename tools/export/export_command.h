@@ -1,10 +1,9 @@
-// `folio export`: registers the subcommand on the root CLI app. Wiring it into the `folio`
-// binary is one line in RunCli (tools/cli.cc): commands.push_back(AddExportCommand(root));
+// `folio export`: registers the subcommand on the root CLI app (tools/main.cc lists it).
 //
 // Thread safety: called once from main's thread.
 #pragma once
 
-#include "cli.h"
+#include "cli/cli.h"
 
 namespace folio::cli {
 

@@ -1,16 +1,14 @@
 #include "export/export_run.h"
 
-#include <limits.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/units.h"
-#include "cli_util.h"
+#include "cli/export_control.h"
+#include "cli/cli_util.h"
 #include "export/raid_volume.h"
 #include "fuse/daemon.h"
 #include "fuse/export_fs.h"
@@ -25,30 +23,15 @@ namespace {
 
 constexpr char kPrefix[] = "folio export";
 
-int ExitCodeFor(const Status& s) {
-  switch (s.code()) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kNotFound:
-    case StatusCode::kNotSupported:
-      return kExitUsage;
-    default:
-      return kExitRuntime;
-  }
-}
-
 // Where a start-up failure goes: stderr in the foreground, the waiting parent with --daemon.
 class Outcome {
  public:
   explicit Outcome(fuse::Daemon* daemon) : daemon_(daemon) {}
 
   int Fail(const Status& s) {
+    if (daemon_ == nullptr) return ExitWithStatus(kPrefix, s);
     const int code = ExitCodeFor(s);
-    const std::string msg = s.message().empty() ? s.ToString() : std::string(s.message());
-    if (daemon_ != nullptr) {
-      daemon_->ReportFailure(code, OneLine(msg));
-    } else {
-      PrintError(kPrefix, msg);
-    }
+    daemon_->ReportFailure(code, OneLine(StatusLine(s)));
     return code;
   }
 
@@ -79,32 +62,16 @@ Status Interrupted(const fuse::ShutdownSignals& signals) {
                        " before mounting; nothing was mounted");
 }
 
-// A member path as the array knows it: absolute, symlinks resolved when it exists.
-std::string MemberPath(const std::string& p) {
-  char buf[PATH_MAX];
-  return realpath(p.c_str(), buf) != nullptr ? std::string(buf) : p;
-}
-
-// One `.control` command: "fail MEMBER" or "replace OLD NEW", on the RAID volume that has the
-// (old) member.
+// One `.control` command (cli/export_control.h) on the RAID volume that has the (old) member.
 Status RunControl(const std::vector<OpenedVolume>& volumes, std::string_view line) {
-  std::istringstream in{std::string(line)};
-  std::vector<std::string> words;
-  for (std::string w; in >> w;) words.push_back(w);
-  const bool fail = words.size() == 2 && words[0] == "fail";
-  const bool replace = words.size() == 3 && words[0] == "replace";
-  if (!fail && !replace) {
-    return Status::InvalidArgument("'" + std::string(line) +
-                                   "': unknown command; use 'fail "
-                                   "MEMBER' or 'replace OLD NEW' (member paths)");
-  }
-  const std::string member = MemberPath(words[1]);
+  FOLIO_ASSIGN_OR_RETURN(const ControlCommand c, ParseControlCommand(line));
+  const std::string member = ResolvedPath(c.member);
   for (const OpenedVolume& v : volumes) {
     if (!v.raid || !v.raid->HasMember(member)) continue;
-    if (fail) return v.raid->Fail(member);
-    return v.raid->Replace(member, MemberPath(words[2]));
+    if (c.verb == ControlCommand::Verb::kFail) return v.raid->Fail(member);
+    return v.raid->Replace(member, ResolvedPath(c.new_member));
   }
-  return Status::NotFound(words[1] + ": not a member of an exported RAID volume");
+  return Status::NotFound(c.member + ": not a member of an exported RAID volume");
 }
 
 Status OpenAll(const ExportConfig& c, const fuse::ShutdownSignals& signals, ExportState* st) {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "export/device_spec.h"
+#include "export/export_volume.h"
 #include "folio/page_cache.h"
 
 namespace folio::cli {

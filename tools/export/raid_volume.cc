@@ -5,7 +5,7 @@
 
 namespace folio::cli {
 
-RaidRunner::RaidRunner(RaidDevice* raid, const OpenDeviceOptions& options)
+RaidRunner::RaidRunner(RaidDevice* raid, const DeviceOpenOptions& options)
     : raid_(raid), options_(options) {}
 
 RaidRunner::~RaidRunner() { StopSync(); }
@@ -80,9 +80,9 @@ Status RaidRunner::Replace(const std::string& old_member, const std::string& new
     FOLIO_RETURN_IF_ERROR(raid_->FailMember(static_cast<uint32_t>(slot)));
   }
   std::vector<DeviceLock> locks;
-  FOLIO_ASSIGN_OR_RETURN(
-      std::vector<RaidMember> fresh,
-      OpenMembers({new_member}, options_, st.data_offset_bytes + st.member_data_bytes, &locks));
+  DeviceOpenOptions o = options_;
+  o.create_bytes = st.data_offset_bytes + st.member_data_bytes;
+  FOLIO_ASSIGN_OR_RETURN(std::vector<RaidMember> fresh, OpenMembers({new_member}, o, &locks));
   FOLIO_RETURN_IF_ERROR(raid_->ReplaceMember(static_cast<uint32_t>(slot), std::move(fresh[0])));
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -16,14 +16,14 @@
 
 #include "base/device_lock.h"
 #include "folio/raid.h"
-#include "raid/device_open.h"
+#include "cli/device_spec.h"
 
 namespace folio::cli {
 
 class RaidRunner {
  public:
   // REQUIRES: raid outlives this runner's StopSync().
-  RaidRunner(RaidDevice* raid, const OpenDeviceOptions& options);
+  RaidRunner(RaidDevice* raid, const DeviceOpenOptions& options);
   ~RaidRunner();
   RaidRunner(const RaidRunner&) = delete;
   RaidRunner& operator=(const RaidRunner&) = delete;
@@ -46,7 +46,7 @@ class RaidRunner {
   void RunPending();
 
   RaidDevice* const raid_;
-  const OpenDeviceOptions options_;
+  const DeviceOpenOptions options_;
   std::atomic<bool> cancel_{false};
   std::atomic<bool> running_{false};
   mutable std::mutex mu_;

@@ -24,8 +24,8 @@
 
 #include "base/progress.h"
 #include "base/units.h"
-#include "cli_util.h"
-#include "raid/device_open.h"
+#include "cli/device_spec.h"
+#include "cli/cli_util.h"
 #include "raid/raid_cmd.h"
 #include "raid/raid_report.h"
 
@@ -107,26 +107,25 @@ std::string FormatBytes(uint64_t bytes) {
   return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
 }
 
-// Fills in path / file_bytes when spec names an existing regular file.
-Status ProbeEndpoint(const std::string& spec, Endpoint* e) {
-  e->spec = spec;
-  FOLIO_ASSIGN_OR_RETURN(DeviceSpecText parsed, ParseDeviceSpecText(spec));
-  if (parsed.kind != DeviceSpecText::Kind::kFile) return Status::OK();
+// The endpoint of spec: path / file_bytes filled in when it names an existing regular file.
+Endpoint ProbeEndpoint(const DeviceSpec& spec) {
+  Endpoint e;
+  e.spec = spec.text;
   struct stat st;
-  if (stat(parsed.paths[0].c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-    e->path = parsed.paths[0];
-    e->file_bytes = static_cast<uint64_t>(st.st_size);
+  const std::string path = spec.file_path();
+  if (!path.empty() && stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    e.path = path;
+    e.file_bytes = static_cast<uint64_t>(st.st_size);
   }
-  return Status::OK();
+  return e;
 }
 
 // A missing DST file: the path when spec is a file spec naming nothing yet, else "".
-Result<std::string> MissingFile(const std::string& spec) {
-  FOLIO_ASSIGN_OR_RETURN(DeviceSpecText parsed, ParseDeviceSpecText(spec));
-  if (parsed.kind != DeviceSpecText::Kind::kFile) return std::string();
+std::string MissingFile(const DeviceSpec& spec) {
+  const std::string path = spec.file_path();
   struct stat st;
-  if (stat(parsed.paths[0].c_str(), &st) == 0) return std::string();
-  return parsed.paths[0];
+  if (path.empty() || stat(path.c_str(), &st) == 0) return std::string();
+  return path;
 }
 
 struct Fd {
@@ -175,32 +174,33 @@ int RunCopy(const CopyArgs& a) {
     return UsageError(prefix, "--block " + a.block + ": must be a multiple of 4K up to 64M");
   }
   if (a.depth == 0 || a.depth > 64) return UsageError(prefix, "--depth must be 1..64");
-  OpenDeviceOptions o;
+  auto src_spec = ParseDeviceSpec(a.src);
+  if (!src_spec.ok()) return ExitWithStatus(prefix, ForSpec("SRC", src_spec.status()));
+  auto dst_spec = ParseDeviceSpec(a.dst);
+  if (!dst_spec.ok()) return ExitWithStatus(prefix, ForSpec("DST", dst_spec.status()));
+  DeviceOpenOptions o;
   o.direct = !a.buffered;
-  auto src = OpenDeviceSpec(a.src, o);
-  if (!src.ok()) return ExitWithStatus(prefix, src.status());
+  auto src = OpenDevice(*src_spec, o);
+  if (!src.ok()) return ExitWithStatus(prefix, ForSpec("SRC", src.status()));
   // A regular file copies all its bytes, not just its device's whole blocks.
-  Endpoint s, d;
-  Status probed = ProbeEndpoint(a.src, &s);
-  if (!probed.ok()) return ExitWithStatus(prefix, probed);
+  const Endpoint s = ProbeEndpoint(*src_spec);
   const uint64_t bytes = s.regular() ? s.file_bytes : (*src)->size_bytes();
 
   // A missing DST file is made here with the source's size rounded up to 4 KiB (so its
   // device covers the last partial block), truncated to the exact size at the end, and
   // removed again if the copy fails.
-  auto missing = MissingFile(a.dst);
-  if (!missing.ok()) return ExitWithStatus(prefix, missing.status());
+  const std::string missing = MissingFile(*dst_spec);
   std::string created;
-  if (!missing->empty()) {
-    Fd f{open(missing->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)};
+  if (!missing.empty()) {
+    Fd f{open(missing.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)};
     if (f.fd < 0 && errno == ENOENT) {
-      return UsageError(prefix, "DST " + *missing + ": cannot create it: no such directory; "
+      return UsageError(prefix, "DST " + missing + ": cannot create it: no such directory; "
                                 "give a path in an existing directory");
     }
     if (f.fd < 0) {
-      return ExitWithStatus(prefix, Status::FromErrno(errno, "DST " + *missing + ": create"));
+      return ExitWithStatus(prefix, Status::FromErrno(errno, "DST " + missing + ": create"));
     }
-    created = *missing;
+    created = missing;
     if (ftruncate(f.fd, static_cast<off_t>(RoundUp(bytes, 4096))) != 0) {
       const Status st = Status::FromErrno(errno, created + ": ftruncate");
       unlink(created.c_str());
@@ -212,10 +212,9 @@ int RunCopy(const CopyArgs& a) {
     if (!created.empty()) unlink(created.c_str());
     return code;
   };
-  probed = ProbeEndpoint(a.dst, &d);
-  if (!probed.ok()) return fail(ExitWithStatus(prefix, probed));
-  auto dst = OpenDeviceSpec(a.dst, o);
-  if (!dst.ok()) return fail(ExitWithStatus(prefix, dst.status()));
+  const Endpoint d = ProbeEndpoint(*dst_spec);
+  auto dst = OpenDevice(*dst_spec, o);
+  if (!dst.ok()) return fail(ExitWithStatus(prefix, ForSpec("DST", dst.status())));
 
   // Whole blocks go through the devices (O_DIRECT unless --buffered); the rest is the tail.
   const uint64_t unit = std::max<uint64_t>(

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli_util.h"
+#include "cli/cli_util.h"
 #include "raid/raid_cli_test_util.h"
 #include "raid/raid_cmd.h"
 

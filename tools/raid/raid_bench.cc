@@ -24,10 +24,10 @@
 
 #include "base/units.h"
 #include "bench/datafile.h"
-#include "cli_util.h"
+#include "cli/device_spec.h"
+#include "cli/cli_util.h"
 #include "folio/arena.h"
 #include "folio/fault_device.h"
-#include "raid/device_open.h"
 #include "raid/raid_cmd.h"
 #include "raid/raid_report.h"
 
@@ -175,10 +175,10 @@ class Bench {
 
   // Opens the members (behind the latency model when one is asked for).
   Result<std::vector<RaidMember>> Members(bool raw, std::vector<DeviceLock>* locks) {
-    OpenDeviceOptions o;
+    DeviceOpenOptions o;
     o.direct = !a_.buffered;
-    FOLIO_ASSIGN_OR_RETURN(std::vector<RaidMember> members,
-                           OpenMembers(paths_, o, member_bytes_, locks));
+    o.create_bytes = member_bytes_;
+    FOLIO_ASSIGN_OR_RETURN(std::vector<RaidMember> members, OpenMembers(paths_, o, locks));
     if (raw || model_.kind == LatencyModel::Kind::kNone) return members;
     for (RaidMember& m : members) {
       auto f = FaultDevice::Wrap(std::move(m.device));

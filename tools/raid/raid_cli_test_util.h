@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli_util.h"
+#include "cli/cli_util.h"
 #include "raid/raid_cmd.h"
 
 namespace folio::cli::test {

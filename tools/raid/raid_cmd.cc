@@ -2,7 +2,6 @@
 
 #include <CLI/CLI.hpp>
 #include <fcntl.h>
-#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,9 +9,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,8 +18,10 @@
 #include "base/device_lock.h"
 #include "base/progress.h"
 #include "base/units.h"
-#include "cli_util.h"
-#include "raid/device_open.h"
+#include "cli/device_spec.h"
+#include "cli/export_control.h"
+#include "cli/cli_util.h"
+#include "fuse/export_names.h"
 #include "raid/raid_report.h"
 
 namespace folio::cli {
@@ -66,8 +66,8 @@ Result<uint64_t> ParseUnit(const std::string& text, const std::string& flag) {
   return u;
 }
 
-Result<OpenDeviceOptions> IoOptions(const RaidArgs& a) {
-  OpenDeviceOptions o;
+Result<DeviceOpenOptions> IoOptions(const RaidArgs& a) {
+  DeviceOpenOptions o;
   o.direct = !a.buffered;
   if (a.engine == "auto") {
     o.engine = FileEngine::kAuto;
@@ -85,6 +85,12 @@ Result<OpenDeviceOptions> IoOptions(const RaidArgs& a) {
   return o;
 }
 
+// The same I/O options, for looking at members without writing or locking them.
+DeviceOpenOptions ReadOnly(DeviceOpenOptions o) {
+  o.read_only = true;
+  return o;
+}
+
 // An assembled array and the member locks it needs.
 struct Assembled {
   std::vector<DeviceLock> locks;
@@ -92,10 +98,9 @@ struct Assembled {
 };
 
 Result<Assembled> AssembleMembers(const RaidArgs& a) {
-  FOLIO_ASSIGN_OR_RETURN(OpenDeviceOptions o, IoOptions(a));
+  FOLIO_ASSIGN_OR_RETURN(DeviceOpenOptions o, IoOptions(a));
   Assembled out;
-  FOLIO_ASSIGN_OR_RETURN(std::vector<RaidMember> members, OpenMembers(a.members, o, 0,
-                                                                      &out.locks));
+  FOLIO_ASSIGN_OR_RETURN(std::vector<RaidMember> members, OpenMembers(a.members, o, &out.locks));
   FOLIO_ASSIGN_OR_RETURN(out.raid, RaidDevice::Assemble(std::move(members), o.raid));
   return out;
 }
@@ -230,7 +235,7 @@ int RunCreate(const RaidArgs& a) {
   // A member of an array (this one or another) is not overwritten without --force.
   for (size_t i = 0; i < a.members.size() && !a.force; ++i) {
     if (!exists[i]) continue;
-    auto dev = OpenMembersReadOnly({a.members[i]}, *io);
+    auto dev = OpenMembers({a.members[i]}, ReadOnly(*io), nullptr);
     if (!dev.ok()) return ExitWithStatus(prefix, dev.status());
     auto label = ReadRaidMemberLabel(a.members[i], (*dev)[0].device.get());
     if (label.ok()) {
@@ -249,7 +254,9 @@ int RunCreate(const RaidArgs& a) {
     if (!exists[i]) created.Add(a.members[i]);
   }
   std::vector<DeviceLock> locks;
-  auto members = OpenMembers(a.members, *io, size, &locks);
+  DeviceOpenOptions create_io = *io;
+  create_io.create_bytes = size;
+  auto members = OpenMembers(a.members, create_io, &locks);
   if (!members.ok()) return ExitWithStatus(prefix, members.status());
   auto raid = RaidDevice::Create(std::move(*members), co, io->raid);
   if (!raid.ok()) return ExitWithStatus(prefix, raid.status());
@@ -284,7 +291,7 @@ int RunStatus(const RaidArgs& a) {
   const std::string prefix = "folio raid status";
   auto io = IoOptions(a);
   if (!io.ok()) return ExitWithStatus(prefix, io.status());
-  auto members = OpenMembersReadOnly(a.members, *io);
+  auto members = OpenMembers(a.members, ReadOnly(*io), nullptr);
   if (!members.ok()) return ExitWithStatus(prefix, members.status());
   auto st = RaidDevice::Inspect(std::move(*members));
   if (!st.ok()) return ExitWithStatus(prefix, st.status());
@@ -330,83 +337,30 @@ int RunSync(const RaidArgs& a, RaidSyncAction action) {
   return Print(SyncReportText(*report, st.member_count) + StatusText(st) + IoSummaryText(io));
 }
 
-std::string AbsolutePath(const std::string& p) {
-  char buf[PATH_MAX];
-  return realpath(p.c_str(), buf) != nullptr ? std::string(buf) : p;
-}
-
-// The mount point of the `folio export` process that holds the members' locks, or "" when no
-// export holds them. Found from the lock holder's command line (--mount DIR).
-std::string ExportHoldingMembers(const std::vector<std::string>& members, pid_t* pid) {
-  for (const std::string& m : members) {
-    struct stat st;
-    if (stat(m.c_str(), &st) != 0) continue;
-    const pid_t holder = FlockHolderPid(st.st_dev, st.st_ino);
-    if (holder <= 0 || holder == getpid()) continue;
-    std::ifstream in("/proc/" + std::to_string(holder) + "/cmdline", std::ios::binary);
-    const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::vector<std::string> argv;
-    for (size_t b = 0, e; b < raw.size(); b = e + 1) {
-      e = raw.find('\0', b);
-      if (e == std::string::npos) e = raw.size();
-      argv.push_back(raw.substr(b, e - b));
-    }
-    if (std::find(argv.begin(), argv.end(), "export") == argv.end()) continue;
-    std::string mount;
-    for (size_t i = 0; i < argv.size(); ++i) {
-      if (argv[i] == "--mount" && i + 1 < argv.size()) mount = argv[i + 1];
-      if (argv[i].starts_with("--mount=")) mount = argv[i].substr(8);
-    }
-    if (mount.empty()) continue;
-    if (mount[0] != '/') {
-      // Relative to the export's working directory.
-      char cwd[PATH_MAX];
-      const std::string link = "/proc/" + std::to_string(holder) + "/cwd";
-      const ssize_t n = readlink(link.c_str(), cwd, sizeof(cwd) - 1);
-      if (n <= 0) continue;
-      mount = std::string(cwd, static_cast<size_t>(n)) + "/" + mount;
-    }
-    *pid = holder;
-    return mount;
-  }
-  return "";
-}
-
 // `fail` / `replace` on members a running `folio export` holds: the command goes to the
-// export's .control file, which runs it on the served volume. Returns -1 when no export holds
-// them (the caller reports its own error).
-int ForwardToExport(const std::string& prefix, const RaidArgs& a, const std::string& command) {
-  pid_t pid = 0;
-  const std::string mount = ExportHoldingMembers(a.members, &pid);
-  if (mount.empty()) return -1;
-  const std::string control = mount + "/.control";
-  const int fd = ::open(control.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return ExitWithStatus(prefix, Status::FromErrno(errno, control + " (the control file of "
-                                                    "the export in process " +
-                                                    std::to_string(pid) + ")"));
-  }
-  const std::string line = command + "\n";
-  const ssize_t n = ::write(fd, line.data(), line.size());
-  const int err = errno;
-  ::close(fd);
-  if (n != static_cast<ssize_t>(line.size())) {
-    return ExitWithStatus(prefix, Status::FromErrno(err, control + ": '" + command + "'"));
-  }
+// export's control file (cli/export_control.h), which runs it on the served volume. Returns
+// -1 when no export holds them (the caller reports its own error).
+int ForwardToExport(const std::string& prefix, const RaidArgs& a, const ControlCommand& command) {
+  const std::optional<ExportProcess> to = FindExportHolding(a.members);
+  if (!to) return -1;
+  const Status sent = SendControlCommand(*to, command);
+  if (!sent.ok()) return ExitWithStatus(prefix, sent);
+  const std::string text = FormatControlCommand(command);
   if (a.json) {
     Json j;
-    j["forwarded_to_export"] = {{"pid", pid}, {"mount", mount}, {"command", command}};
+    j["forwarded_to_export"] = {{"pid", to->pid}, {"mount", to->mountpoint}, {"command", text}};
     return Print(j.dump(2) + "\n");
   }
-  return Print("sent '" + command + "' to the folio export holding the members (process " +
-               std::to_string(pid) + ", " + control + "); see " + mount + "/.stats\n");
+  return Print("sent '" + text + "' to the folio export holding the members (process " +
+               std::to_string(to->pid) + ", mounted at " + to->mountpoint + "); see " +
+               to->mountpoint + "/" + fuse::kStatsName + "\n");
 }
 
 int RunFail(const RaidArgs& a) {
   const std::string prefix = "folio raid fail";
   auto arr = AssembleMembers(a);
   if (!arr.ok() && arr.status().code() == StatusCode::kBusy) {
-    const int rc = ForwardToExport(prefix, a, "fail " + AbsolutePath(a.member));
+    const int rc = ForwardToExport(prefix, a, ControlCommand::Fail(ResolvedPath(a.member)));
     if (rc >= 0) return rc;
   }
   if (!arr.ok()) return ExitWithStatus(prefix, arr.status());
@@ -431,8 +385,8 @@ int RunReplace(const RaidArgs& a) {
   if (!io.ok()) return ExitWithStatus(prefix, io.status());
   auto arr = AssembleMembers(a);
   if (!arr.ok() && arr.status().code() == StatusCode::kBusy && !a.old_member.empty()) {
-    const int rc = ForwardToExport(prefix, a, "replace " + AbsolutePath(a.old_member) + " " +
-                                                  AbsolutePath(a.new_member));
+    const int rc = ForwardToExport(
+        prefix, a, ControlCommand::Replace(ResolvedPath(a.old_member), ResolvedPath(a.new_member)));
     if (rc >= 0) return rc;
   }
   if (!arr.ok()) return ExitWithStatus(prefix, arr.status());
@@ -455,8 +409,9 @@ int RunReplace(const RaidArgs& a) {
     Status f = raid->FailMember(static_cast<uint32_t>(slot));
     if (!f.ok()) return ExitWithStatus(prefix, f);
   }
-  auto fresh = OpenMembers({a.new_member}, *io, st.data_offset_bytes + st.member_data_bytes,
-                           &arr->locks);
+  DeviceOpenOptions new_io = *io;
+  new_io.create_bytes = st.data_offset_bytes + st.member_data_bytes;
+  auto fresh = OpenMembers({a.new_member}, new_io, &arr->locks);
   if (!fresh.ok()) return ExitWithStatus(prefix, fresh.status());
   Status r = raid->ReplaceMember(static_cast<uint32_t>(slot), std::move((*fresh)[0]));
   if (!r.ok()) return ExitWithStatus(prefix, r);

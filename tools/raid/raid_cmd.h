@@ -17,7 +17,7 @@
 // Thread safety: commands run once, on main's thread.
 #pragma once
 
-#include "cli.h"
+#include "cli/cli.h"
 
 namespace folio::cli {
 

@@ -4,8 +4,9 @@
 //   dev:SPEC    a log-structured store on the Folio device SPEC (dev_store.h): file:PATH,
 //               mem:SIZE, raid:PATH,PATH,... as the CLI's device specs are written
 //
-// The store library does not parse device specs: the caller (the CLI) passes a DeviceOpenFn
-// that opens one, so this layer depends on no tool code.
+// The store library does not parse device specs: the caller passes a DeviceOpenFn that opens
+// one, so this layer depends on no tool code. The command line passes cli::DeviceOpener
+// (tools/cli/device_spec.h), the one parser and opener of device specs, with its locks.
 //
 // Thread safety: pure functions; the returned store is thread-safe.
 #pragma once

@@ -1,4 +1,4 @@
-#include "cli_util.h"
+#include "cli/cli_util.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -43,9 +43,10 @@ int RuntimeError(std::string_view prefix, std::string_view message) {
   return kExitRuntime;
 }
 
-int ExitWithStatus(std::string_view prefix, const Status& status) {
-  PrintError(prefix, status.message().empty() ? status.ToString() : status.message());
+int ExitCodeFor(const Status& status) {
   switch (status.code()) {
+    case StatusCode::kOk:
+      return kExitOk;
     case StatusCode::kInvalidArgument:
     case StatusCode::kNotFound:
     case StatusCode::kNotSupported:
@@ -53,6 +54,15 @@ int ExitWithStatus(std::string_view prefix, const Status& status) {
     default:
       return kExitRuntime;
   }
+}
+
+std::string StatusLine(const Status& status) {
+  return status.message().empty() ? status.ToString() : std::string(status.message());
+}
+
+int ExitWithStatus(std::string_view prefix, const Status& status) {
+  PrintError(prefix, StatusLine(status));
+  return ExitCodeFor(status);
 }
 
 Status CheckDirectoryFlag(std::string_view flag, const std::string& dir,

@@ -1,7 +1,8 @@
 // The `folio` command line: the root CLI11 app, its subcommands, and the dispatch from
-// parsed arguments to a command. main() is a thin wrapper that catches every exception.
+// parsed arguments to a command. Each command lives in its own library and is added by a
+// CommandFactory; main() (tools/main.cc) lists the factories and calls RunMain.
 //
-// Thread safety: RunCli is called once from main's thread.
+// Thread safety: RunMain / RunCli are called once from main's thread.
 #pragma once
 
 #include <functional>
@@ -23,16 +24,12 @@ struct Command {
 // Adds a subcommand to the root app.
 using CommandFactory = Command (*)(CLI::App& root);
 
-Command AddDoctorCommand(CLI::App& root);
-Command AddBenchCommand(CLI::App& root);
-
-// The commands of folio_tools itself: doctor, bench. Other command libraries (raid, export)
-// depend on folio_tools, so main() adds their factories to this list rather than folio_tools
-// naming them (which would make the libraries depend on each other).
-std::vector<CommandFactory> CoreCommands();
-
 // Parses argv and runs the chosen command. Returns the exit code: 0 ok, 1 runtime failure,
 // 2 usage error (exactly one line on stderr). --help and --version print to stdout, exit 0.
 int RunCli(int argc, char** argv, const std::vector<CommandFactory>& factories);
+
+// RunCli, with the guarantee that no exception escapes: anything thrown (out of memory, a
+// bug) is one line on stderr and exit code 1.
+int RunMain(int argc, char** argv, const std::vector<CommandFactory>& factories);
 
 }  // namespace folio::cli

@@ -30,9 +30,13 @@ int UsageError(std::string_view prefix, std::string_view message);
 // Prints and returns kExitRuntime.
 int RuntimeError(std::string_view prefix, std::string_view message);
 
-// A command's outcome when it could not finish: InvalidArgument, NotFound of a user-given
-// path and NotSupported are usage errors (2); everything else is a runtime failure (1).
-// Prints status.message() and returns the exit code.
+// The exit code of a command that could not finish with `status`: InvalidArgument, NotFound
+// (of a user-given path) and NotSupported are usage errors (2); everything else is a runtime
+// failure (1). The one place a Status becomes an exit code.
+int ExitCodeFor(const Status& status);
+// The line a user sees for `status`: its message, or its code's name when it has none.
+std::string StatusLine(const Status& status);
+// Prints StatusLine(status) after the prefix and returns ExitCodeFor(status).
 int ExitWithStatus(std::string_view prefix, const Status& status);
 
 // Full-length pread (write false) or pwrite of len bytes at pos, retrying EINTR and short

@@ -1,4 +1,4 @@
-#include "cli_util.h"
+#include "cli/cli_util.h"
 
 #include <gtest/gtest.h>
 

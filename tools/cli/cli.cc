@@ -1,11 +1,13 @@
-#include "cli.h"
+#include "cli/cli.h"
 
 #include <CLI/CLI.hpp>
 
+#include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
-#include "cli_util.h"
+#include "cli/cli_util.h"
 
 namespace folio::cli {
 
@@ -25,8 +27,6 @@ std::string NamedSubcommand(const CLI::App& root, int argc, char** argv) {
 }
 
 }  // namespace
-
-std::vector<CommandFactory> CoreCommands() { return {&AddDoctorCommand, &AddBenchCommand}; }
 
 int RunCli(int argc, char** argv, const std::vector<CommandFactory>& factories) {
   CLI::App root("Folio: a user-space storage stack built on dynamic folios "
@@ -53,6 +53,18 @@ int RunCli(int argc, char** argv, const std::vector<CommandFactory>& factories) 
     if (c.app->parsed()) return c.run();
   }
   return UsageError("folio", "no command given; run 'folio --help' for the list");
+}
+
+int RunMain(int argc, char** argv, const std::vector<CommandFactory>& factories) {
+  try {
+    return RunCli(argc, argv, factories);
+  } catch (const std::bad_alloc&) {
+    return RuntimeError("folio", "out of memory");
+  } catch (const std::exception& e) {
+    return RuntimeError("folio", std::string("internal error: ") + e.what());
+  } catch (...) {
+    return RuntimeError("folio", "internal error: unknown exception");
+  }
 }
 
 }  // namespace folio::cli

@@ -1,0 +1,162 @@
+// Bad input to every command that takes a device spec, a path or a size, through the built
+// `folio` binary: each one is exactly one line on stderr naming the thing given and the fix,
+// with exit 2 when the user must change the command line and 1 when it could not run (a
+// device another process holds). Nothing is created by a refused command.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cli_test_util.h"
+
+namespace {
+
+using folio::cli::test::CliTest;
+
+constexpr char kForms[] = "use file:PATH (or a bare PATH), raid:PATH,PATH,... or mem:SIZE";
+
+// flock(1) holding `path`'s device lock (not passed on to its sleeping command) until
+// destroyed.
+class HeldLock {
+ public:
+  explicit HeldLock(const std::string& path) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      setpgid(0, 0);
+      execlp("flock", "flock", "--exclusive", "--close", path.c_str(), "sleep", "60", nullptr);
+      _exit(127);
+    }
+    // Until flock(1) holds the lock: a non-blocking flock of our own fails.
+    while (std::system(("flock --nonblock --close '" + path + "' true").c_str()) == 0) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return;
+      }
+      usleep(1000);
+    }
+  }
+  ~HeldLock() {
+    if (pid_ <= 0) return;
+    kill(-pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  bool held() const { return pid_ > 0; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+class BadInputTest : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    job_ = WriteFile("j.fio", "[j]\nrw=randread\nsize=1M\n");
+    file_ = ZeroFile("dev.img", 4 << 20);
+    absent_ = dir_ + "/absent.img";
+    std::filesystem::create_directory(dir_ + "/mnt");
+  }
+
+  // The command line that gives `spec` to each command taking a device spec, with the name
+  // its messages put in front of the spec ("" when the spec is named alone).
+  struct Taker {
+    std::vector<std::string> args;
+    std::string name;
+  };
+  std::vector<Taker> SpecTakers(const std::string& spec) const {
+    return {
+        {{"bench", "--device", spec, job_}, "--device "},
+        {{"copy", spec, dir_ + "/out"}, "SRC "},
+        {{"copy", file_, spec}, "DST "},
+        {{"export", "--mount", dir_ + "/mnt", spec}, ""},
+    };
+  }
+
+  // Every spec taker refuses `spec` with exit 2 and a line holding "NAME SPEC" and `fix`.
+  void ExpectSpecRefused(const std::string& spec, const std::string& fix) {
+    for (const Taker& t : SpecTakers(spec)) {
+      ExpectUsageError(t.args, {t.name + spec, fix});
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir_ + "/out")) << spec;
+  }
+
+  std::string job_, file_, absent_;
+};
+
+TEST_F(BadInputTest, MalformedSpecsForEveryCommand) {
+  ExpectSpecRefused("mem:3000", "mem:3000: SIZE must be a non-zero multiple of 4K (e.g. mem:64M)");
+  ExpectSpecRefused("mem:lots", "multiple of 4K (e.g. mem:64M)");
+  ExpectSpecRefused("mem:100T", "larger than this machine's memory");
+  ExpectSpecRefused("raid:" + file_, "raid: needs two or more comma-separated member paths");
+  ExpectSpecRefused("raid:" + file_ + ",," + file_, "empty member path; use raid:PATH,PATH,...");
+  ExpectSpecRefused("file:", std::string("file:: no path; ") + kForms);
+}
+
+TEST_F(BadInputTest, MissingAndUnusablePathsForEveryCommand) {
+  // A missing device (a DST file is created instead: its directory must exist).
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"bench", "--device", absent_, job_},
+           {"copy", absent_, dir_ + "/out"},
+           {"export", "--mount", dir_ + "/mnt", absent_}}) {
+    ExpectUsageError(args, {absent_ + ": no such file or device; " + kForms});
+  }
+  ExpectUsageError({"copy", file_, dir_ + "/no-dir/out"},
+                   {"DST " + dir_ + "/no-dir/out: cannot create it: no such directory"});
+  // A missing RAID member names the spec and the member.
+  const std::string raid = "raid:" + file_ + "," + absent_;
+  for (const Taker& t : SpecTakers(raid)) {
+    ExpectUsageError(t.args, {raid + ": " + absent_ + ": no such file or device"});
+  }
+  // A directory is no device.
+  for (const Taker& t : SpecTakers(dir_)) {
+    ExpectUsageError(t.args, {dir_ + ": is a directory; give a regular file or a block device"});
+  }
+  // RAID members are paths, not specs.
+  ExpectUsageError({"raid", "status", file_, absent_},
+                   {"member " + absent_ + ": no such file or device; give the paths of the "
+                    "array's existing members"});
+  ExpectUsageError({"raid", "create", file_, absent_, dir_ + "/m2"},
+                   {"member " + absent_ + ": no such file; give --size to create it"});
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/m2"));
+}
+
+TEST_F(BadInputTest, BadSizesForEveryCommand) {
+  const std::string not_a_size = "not a size; use a number with an optional K, M, G or T suffix";
+  ExpectUsageError({"bench", "--cache", "lots", job_}, {"--cache lots: not a size"});
+  ExpectUsageError({"export", "--mount", dir_ + "/mnt", "--cache", "lots", file_},
+                   {"--cache lots: not a size"});
+  ExpectUsageError({"copy", "--block", "3000", file_, dir_ + "/out"},
+                   {"--block 3000: must be a multiple of 4K up to 64M"});
+  ExpectUsageError({"raid", "create", "--size", "lots", dir_ + "/m0", dir_ + "/m1"},
+                   {"--size 'lots': " + not_a_size});
+  ExpectUsageError({"raid", "create", "--size", "3000", dir_ + "/m0", dir_ + "/m1"},
+                   {"--size 3000: must be a non-zero multiple of 4K"});
+  ExpectUsageError({"raid", "resync-bench", "--size", "lots"}, {"--size", "lots"});
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/m0"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/out"));
+}
+
+// A device another process holds is a runtime failure (exit 1) naming the holder; nothing is
+// written and, for the export, nothing is mounted.
+TEST_F(BadInputTest, ADeviceInUseIsARuntimeFailure) {
+  HeldLock lock(file_);
+  ASSERT_TRUE(lock.held()) << "flock(1) did not start";
+  const std::string busy = file_ + ": in use by process ";
+  ExpectRuntimeError({"bench", "--device", file_, "--engine", "folio:4k", job_},
+                     {"--device " + file_, busy, "stop it first"});
+  ExpectRuntimeError({"copy", file_, dir_ + "/out"}, {"SRC " + file_, busy});
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/out"));
+  ExpectRuntimeError({"copy", dir_ + "/j.fio", file_}, {"DST " + file_, busy});
+  if (access("/dev/fuse", R_OK | W_OK) != 0) {
+    GTEST_SKIP() << "no usable /dev/fuse: the export stops at it before opening devices";
+  }
+  ExpectRuntimeError({"export", "--mount", dir_ + "/mnt", file_}, {busy});
+  EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/mnt"));
+}
+
+}  // namespace
