@@ -1,8 +1,11 @@
-# folio_add_test(NAME <target> LABELS <label>... SOURCES <file>... LIBS <lib>...)
+# folio_add_test(NAME <target> LABELS <label>... SOURCES <file>... LIBS <lib>...
+#                [SERVICES <server>...])
 # Builds one GoogleTest binary and registers its tests with ctest under the given labels.
+# SERVICES: the servers its tests need (cmake/folio_services.cmake): ctest starts them first,
+# and the tests find them through FOLIO_SERVICES_DIR (src/meta/test_services.h).
 # Every *_test.cc in the tree must be named by some folio_add_test (checked at configure time).
 function(folio_add_test)
-  cmake_parse_arguments(T "" "NAME" "LABELS;SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(T "" "NAME" "LABELS;SOURCES;LIBS;SERVICES" ${ARGN})
   foreach(src IN LISTS T_SOURCES)
     get_filename_component(abs "${src}" ABSOLUTE)
     set_property(GLOBAL APPEND PROPERTY FOLIO_REGISTERED_TESTS "${abs}")
@@ -15,9 +18,26 @@ function(folio_add_test)
   if("concurrency" IN_LIST T_LABELS)
     add_dependencies(concurrency_tests ${T_NAME})
   endif()
-  gtest_discover_tests(${T_NAME}
-    PROPERTIES LABELS "${T_LABELS}"
-    DISCOVERY_TIMEOUT 60)
+  # The tests' properties are set by a file ctest includes after the discovered tests
+  # (gtest_discover_tests' PROPERTIES lose every element of a list value but the first: LABELS
+  # "unit;concurrency" would be just "unit").
+  set(props "LABELS [==[${T_LABELS}]==]")
+  if(T_SERVICES)
+    foreach(service IN LISTS T_SERVICES)
+      folio_use_service(${service})
+    endforeach()
+    target_compile_definitions(${T_NAME} PRIVATE
+      FOLIO_SERVICES_SCRIPTS="${FOLIO_SERVICES_SCRIPTS}")
+    string(APPEND props " FIXTURES_REQUIRED [==[${T_SERVICES}]==]"
+                        " ENVIRONMENT [==[FOLIO_SERVICES_DIR=${FOLIO_SERVICES_DIR}]==]")
+  endif()
+  gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 60)
+  set(props_file "${CMAKE_CURRENT_BINARY_DIR}/${T_NAME}_properties.cmake")
+  file(WRITE "${props_file}"
+       "if(DEFINED ${T_NAME}_TESTS)\n"
+       "  set_tests_properties(\${${T_NAME}_TESTS} PROPERTIES ${props})\n"
+       "endif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${props_file}")
 endfunction()
 
 function(folio_check_all_tests_registered)

@@ -9,6 +9,9 @@ packages=(
   libgtest-dev googletest libbenchmark-dev
   fio fuse3 libfuse3-dev
   libsqlite3-dev
+  # Shared metadata engines (issue 11) and the throwaway servers their tests start
+  # (scripts/services/): Redis 7.
+  redis-server libhiredis-dev
 )
 
 missing=()

@@ -30,6 +30,11 @@ struct MetaEngineFactory {
   std::function<Status(const std::string& url, InodeId ino, uint32_t index,
                        std::string_view bytes)>
       write_raw_chunk;
+  // Server engines: a non-empty reason skips the test (the server is not available and the
+  // developer said servers are optional, see test_services.h); null or "" runs it.
+  std::function<std::string()> skip;
+  // Server engines: removes what a test stored under new_url's database (null: nothing to do).
+  std::function<void(const std::string& url)> drop;
 };
 
 inline void PrintTo(const MetaEngineFactory& f, std::ostream* os) { *os << f.name; }
@@ -47,6 +52,10 @@ inline uint64_t MetaTestSeed(uint64_t fallback) {
 class MetaEngineTest : public testing::TestWithParam<MetaEngineFactory> {
  protected:
   void SetUp() override {
+    if (GetParam().skip) {
+      const std::string why = GetParam().skip();
+      if (!why.empty()) GTEST_SKIP() << why;
+    }
     std::string tmpl = (std::filesystem::temp_directory_path() / "folio-meta-XXXXXX").string();
     ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
@@ -60,6 +69,7 @@ class MetaEngineTest : public testing::TestWithParam<MetaEngineFactory> {
   }
   void TearDown() override {
     engine_.reset();
+    if (GetParam().drop && !url_.empty()) GetParam().drop(url_);
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }

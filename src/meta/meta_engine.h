@@ -18,7 +18,11 @@
 //      record read for update, with retry on 40001 / 40P01.)
 //   3. Read-your-writes: inside fn, a read sees fn's own earlier writes (and deletes).
 //   4. fn may run more than once (conflict retries with backoff): it must not have effects
-//      outside the Txn except assigning its outputs, which a retry overwrites.
+//      outside the Txn except assigning its outputs, which a retry overwrites. An engine that
+//      validates reads at the end (Redis: WATCH, then EXEC) may run fn on a view whose records
+//      come from different moments; such a run's outputs and Status are never returned (it
+//      re-runs), but fn must not loop forever or crash on such a view (bound walks over records,
+//      e.g. a rename's ancestor check, by a depth limit and return an error past it).
 //   5. Durable when Transact returns OK for a kWrite transaction, to the engine's durability
 //      (SQLite synchronous=FULL by default; the server's fsync policy for Redis / PostgreSQL).
 //   6. kRead transactions make no writes (a write is InvalidArgument) and may run concurrently
@@ -161,6 +165,14 @@ struct MetaOpenOptions {
   int max_retries = 50;            // conflict retries before Busy
   int64_t busy_timeout_ms = 30000; // waiting for another process's lock before Busy
   bool read_only = false;          // the engine refuses kWrite transactions
+  // Server engines (Redis, PostgreSQL): how long an operation keeps reconnecting, with backoff,
+  // while the server is unreachable, before it fails with IOError (nothing applied, or, for a
+  // commit whose outcome could not be learned, saying so).
+  int64_t reconnect_timeout_ms = 30000;
+  // Where an engine reports what a user should know at open (e.g. Redis persistence settings
+  // that lose committed metadata in a crash): one line per call, at every open. Null: stderr,
+  // once per process and server.
+  std::function<void(std::string_view line)> log;
   // Testing: when > 0, every Nth physical commit of kWrite transactions fails as a conflict
   // would (rolled back; each transaction in it re-runs fn and counts a retry). Lets the
   // conformance suite check contract point 4 on engines where conflicts are rare (SQLite).

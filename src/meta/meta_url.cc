@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "meta/redis_engine.h"
 #include "meta/sqlite_engine.h"
 
 namespace folio::meta {
@@ -19,8 +20,14 @@ Result<std::unique_ptr<MetaEngine>> OpenSqlite(std::string_view rest,
   return OpenSqliteEngine(rest, options);
 }
 
+Result<std::unique_ptr<MetaEngine>> OpenRedis(std::string_view rest,
+                                              const MetaOpenOptions& options) {
+  return OpenRedisEngine("redis:" + std::string(rest), options);
+}
+
 constexpr MetaScheme kSchemes[] = {
     {"sqlite", "sqlite:PATH", &OpenSqlite},
+    {"redis", "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME]", &OpenRedis},
 };
 
 std::string Known() {

@@ -70,7 +70,7 @@ TEST_F(SqliteEngineTest, BadUrlsAreClearErrors) {
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("synchronous 'off' must be full or normal"),
             std::string_view::npos);
-  EXPECT_EQ(MetaSchemes().size(), 1u);
+  EXPECT_EQ(MetaSchemes().size(), 2u);  // sqlite, redis
 }
 
 TEST_F(SqliteEngineTest, OpeningAMissingFileCreatesNothing) {

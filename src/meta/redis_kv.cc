@@ -1,0 +1,361 @@
+#include "meta/redis_kv.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+
+namespace folio::meta {
+
+const char* const kRedisRangeWithHashLua = R"lua(
+local names = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[1], '+', 'LIMIT', 0, tonumber(ARGV[2]))
+if #names == 0 then return {} end
+local vals = redis.call('HMGET', KEYS[2], unpack(names))
+local out = {}
+for i = 1, #names do
+  out[2 * i - 1] = names[i]
+  out[2 * i] = vals[i]
+end
+return out
+)lua";
+
+namespace {
+
+// Server pages: at least this many members per round trip, at most kMaxPage (Lua's unpack
+// limit is ~8000 values).
+constexpr size_t kMinPage = 64;
+constexpr size_t kMaxPage = 1000;
+
+std::string LexMin(std::string_view after) {
+  return after.empty() ? std::string("-") : "(" + std::string(after);
+}
+
+// The smallest string greater than every string starting with p ("" when there is none).
+std::string PrefixEnd(std::string p) {
+  while (!p.empty() && static_cast<unsigned char>(p.back()) == 0xff) p.pop_back();
+  if (p.empty()) return p;
+  p.back() = static_cast<char>(static_cast<unsigned char>(p.back()) + 1);
+  return p;
+}
+
+bool ParseI64(std::string_view s, int64_t* out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+std::optional<std::string> BulkOrNil(const redisReply* r) {
+  if (r->type == REDIS_REPLY_STRING) return std::string(r->str, r->len);
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<RedisReply> RedisKv::WatchedRead(const std::vector<std::string>& keys, RedisCmd read) {
+  std::vector<RedisCmd> cmds;
+  RedisCmd watch{"WATCH"};
+  for (const std::string& k : keys) {
+    if (watched_.insert(k).second) watch.push_back(k);
+  }
+  if (watch.size() > 1) cmds.push_back(std::move(watch));
+  cmds.push_back(std::move(read));
+  FOLIO_ASSIGN_OR_RETURN(std::vector<RedisReply> replies, conn_.Run(cmds));
+  ++server_reads_;
+  if (cmds.size() > 1 && IsError(replies[0].get())) return BadReply("WATCH", replies[0].get());
+  return std::move(replies.back());
+}
+
+// ---- strings --------------------------------------------------------------------------------
+
+Result<std::optional<std::string>> RedisKv::Overlay(const std::string& key,
+                                                    std::optional<std::string> server) const {
+  auto it = strings_.find(key);
+  if (it == strings_.end()) return server;
+  const StrOp& op = it->second;
+  switch (op.kind) {
+    case StrOp::kSet: return std::optional<std::string>(op.value);
+    case StrOp::kDel: return std::optional<std::string>();
+    case StrOp::kAppend: return std::optional<std::string>(server.value_or("") + op.value);
+    case StrOp::kIncr: {
+      int64_t v = 0;
+      if (server && !ParseI64(*server, &v)) {
+        return Status::Corruption(fmt::format("{}: key {} holds '{}', not an integer", url_, key,
+                                              *server));
+      }
+      return std::optional<std::string>(std::to_string(v + op.delta));
+    }
+  }
+  return server;
+}
+
+Result<std::optional<std::string>> RedisKv::Get(const std::string& key) {
+  auto it = strings_.find(key);
+  if (it != strings_.end() && (it->second.kind == StrOp::kSet || it->second.kind == StrOp::kDel)) {
+    return Overlay(key, std::nullopt);
+  }
+  FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead({key}, {"GET", key}));
+  if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) return BadReply("GET " + key, r.get());
+  return Overlay(key, BulkOrNil(r.get()));
+}
+
+Result<std::vector<std::optional<std::string>>> RedisKv::MGet(
+    const std::vector<std::string>& keys) {
+  std::vector<std::optional<std::string>> out(keys.size());
+  RedisCmd mget{"MGET"};
+  std::vector<size_t> asked;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto it = strings_.find(keys[i]);
+    if (it != strings_.end() &&
+        (it->second.kind == StrOp::kSet || it->second.kind == StrOp::kDel)) {
+      FOLIO_ASSIGN_OR_RETURN(out[i], Overlay(keys[i], std::nullopt));
+      continue;
+    }
+    mget.push_back(keys[i]);
+    asked.push_back(i);
+  }
+  if (asked.empty()) return out;
+  std::vector<std::string> watch(mget.begin() + 1, mget.end());
+  FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead(watch, std::move(mget)));
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != asked.size()) return BadReply("MGET", r.get());
+  for (size_t j = 0; j < asked.size(); ++j) {
+    FOLIO_ASSIGN_OR_RETURN(out[asked[j]], Overlay(keys[asked[j]], BulkOrNil(r->element[j])));
+  }
+  return out;
+}
+
+void RedisKv::Set(const std::string& key, std::string value) {
+  strings_[key] = StrOp{StrOp::kSet, std::move(value), 0};
+}
+
+void RedisKv::Del(const std::string& key) { strings_[key] = StrOp{StrOp::kDel, {}, 0}; }
+
+void RedisKv::Append(const std::string& key, std::string_view suffix) {
+  auto [it, fresh] = strings_.try_emplace(key, StrOp{StrOp::kAppend, {}, 0});
+  StrOp& op = it->second;
+  if (op.kind == StrOp::kDel) op = StrOp{StrOp::kSet, {}, 0};
+  op.value.append(suffix);  // kSet and kAppend both extend their bytes
+  (void)fresh;
+}
+
+void RedisKv::IncrBy(const std::string& key, int64_t delta) {
+  auto [it, fresh] = strings_.try_emplace(key, StrOp{StrOp::kIncr, {}, 0});
+  StrOp& op = it->second;
+  if (op.kind == StrOp::kIncr) {
+    op.delta += delta;
+  } else if (op.kind == StrOp::kDel) {
+    op = StrOp{StrOp::kSet, std::to_string(delta), 0};
+  } else if (op.kind == StrOp::kSet) {
+    int64_t v = 0;
+    (void)ParseI64(op.value, &v);  // the engine only IncrBy's counter keys it Set as integers
+    op.value = std::to_string(v + delta);
+  }
+  (void)fresh;
+}
+
+// ---- hashes ---------------------------------------------------------------------------------
+
+Result<std::optional<std::string>> RedisKv::HGet(const std::string& key,
+                                                 const std::string& field) {
+  if (auto h = hashes_.find(key); h != hashes_.end()) {
+    if (auto f = h->second.find(field); f != h->second.end()) return f->second;
+  }
+  FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead({key}, {"HGET", key, field}));
+  if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) return BadReply("HGET " + key, r.get());
+  return BulkOrNil(r.get());
+}
+
+Result<std::map<std::string, std::string>> RedisKv::HGetAll(const std::string& key) {
+  FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead({key}, {"HGETALL", key}));
+  if (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0) return BadReply("HGETALL " + key, r.get());
+  std::map<std::string, std::string> out;
+  for (size_t i = 0; i + 1 < r->elements; i += 2) {
+    out.emplace(std::string(r->element[i]->str, r->element[i]->len),
+                std::string(r->element[i + 1]->str, r->element[i + 1]->len));
+  }
+  if (auto h = hashes_.find(key); h != hashes_.end()) {
+    for (const auto& [field, value] : h->second) {
+      if (value) {
+        out[field] = *value;
+      } else {
+        out.erase(field);
+      }
+    }
+  }
+  return out;
+}
+
+void RedisKv::HSet(const std::string& key, const std::string& field, std::string value) {
+  hashes_[key][field] = std::move(value);
+}
+
+void RedisKv::HDel(const std::string& key, const std::string& field) {
+  hashes_[key][field] = std::nullopt;
+}
+
+// ---- ordered indexes ------------------------------------------------------------------------
+
+bool RedisKv::Hidden(const ZOverlay* z, const std::string& member) const {
+  if (z == nullptr) return false;
+  if (auto it = z->members.find(member); it != z->members.end()) return !it->second;
+  for (const std::string& p : z->removed_prefixes) {
+    if (member.starts_with(p)) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> RedisKv::MergeMembers(const ZOverlay* z, std::string_view after,
+                                               const std::vector<std::string>& server,
+                                               const std::optional<std::string>& bound,
+                                               size_t limit) const {
+  std::vector<std::string> out = server;  // visible server members, sorted
+  if (z != nullptr) {
+    for (const auto& [m, present] : z->members) {
+      if (!present || m <= after) continue;
+      if (bound && m > *bound) continue;
+      out.push_back(m);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  }
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
+Result<std::vector<std::string>> RedisKv::ZRange(const std::string& key, std::string_view after,
+                                                 size_t limit) {
+  const ZOverlay* z = zsets_.count(key) ? &zsets_.at(key) : nullptr;
+  const size_t page = std::clamp(limit + 1, kMinPage, kMaxPage);
+  std::vector<std::string> visible;
+  std::string cursor(after);
+  bool done = false;
+  while (!done && visible.size() < limit) {
+    FOLIO_ASSIGN_OR_RETURN(RedisReply r,
+                           WatchedRead({key}, {"ZRANGEBYLEX", key, LexMin(cursor), "+", "LIMIT",
+                                               "0", std::to_string(page)}));
+    if (r->type != REDIS_REPLY_ARRAY) return BadReply("ZRANGEBYLEX " + key, r.get());
+    done = r->elements < page;
+    for (size_t i = 0; i < r->elements; ++i) {
+      std::string m(r->element[i]->str, r->element[i]->len);
+      cursor = m;
+      if (!Hidden(z, m)) visible.push_back(std::move(m));
+    }
+  }
+  // The last member the server listed bounds the overlay's additions when it has more.
+  return MergeMembers(z, after, visible, done ? std::nullopt : std::optional(cursor), limit);
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> RedisKv::ZRangeWithHash(
+    const std::string& key, const std::string& hkey, std::string_view after, size_t limit) {
+  const ZOverlay* z = zsets_.count(key) ? &zsets_.at(key) : nullptr;
+  const auto* hover = hashes_.count(hkey) ? &hashes_.at(hkey) : nullptr;
+  const size_t page = std::clamp(limit + 1, kMinPage, kMaxPage);
+  std::map<std::string, std::string> values;  // server members read, visible or not
+  std::vector<std::string> visible;
+  std::string cursor(after);
+  bool done = false;
+  while (!done && visible.size() < limit) {
+    RedisCmd cmd{"EVALSHA", script_sha_, "2", key, hkey, LexMin(cursor), std::to_string(page)};
+    FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead({key, hkey}, cmd));
+    if (IsError(r.get()) && ReplyText(r.get()).starts_with("NOSCRIPT")) {
+      cmd[0] = "EVAL";  // the server lost its script cache (a restart): EVAL loads it again
+      cmd[1] = kRedisRangeWithHashLua;
+      FOLIO_ASSIGN_OR_RETURN(r, WatchedRead({}, cmd));
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0) {
+      return BadReply("listing " + key, r.get());
+    }
+    done = r->elements / 2 < page;
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+      std::string m(r->element[i]->str, r->element[i]->len);
+      cursor = m;
+      if (r->element[i + 1]->type == REDIS_REPLY_STRING) {
+        values[m] = std::string(r->element[i + 1]->str, r->element[i + 1]->len);
+      }
+      if (!Hidden(z, m)) visible.push_back(std::move(m));
+    }
+  }
+  std::vector<std::string> members =
+      MergeMembers(z, after, visible, done ? std::nullopt : std::optional(cursor), limit);
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(members.size());
+  for (std::string& m : members) {
+    std::optional<std::string> v;
+    if (hover != nullptr) {
+      if (auto f = hover->find(m); f != hover->end()) v = f->second;
+    }
+    if (!v) {
+      if (auto s = values.find(m); s != values.end()) v = s->second;
+    }
+    if (!v) {
+      return Status::Corruption(fmt::format("{}: {} lists '{}' but {} has no value for it", url_,
+                                            key, m, hkey));
+    }
+    out.emplace_back(std::move(m), std::move(*v));
+  }
+  return out;
+}
+
+void RedisKv::ZAdd(const std::string& key, const std::string& member) {
+  zsets_[key].members[member] = true;
+}
+
+void RedisKv::ZRem(const std::string& key, const std::string& member) {
+  zsets_[key].members[member] = false;
+}
+
+void RedisKv::ZRemPrefix(const std::string& key, const std::string& prefix) {
+  ZOverlay& z = zsets_[key];
+  for (auto it = z.members.lower_bound(prefix); it != z.members.end() &&
+                                                it->first.starts_with(prefix);) {
+    it = z.members.erase(it);
+  }
+  z.removed_prefixes.push_back(prefix);
+}
+
+// ---- commit ---------------------------------------------------------------------------------
+
+std::vector<RedisCmd> RedisKv::WriteCommands() const {
+  std::vector<RedisCmd> cmds;
+  for (const auto& [key, op] : strings_) {
+    switch (op.kind) {
+      case StrOp::kSet: cmds.push_back({"SET", key, op.value}); break;
+      case StrOp::kDel: cmds.push_back({"DEL", key}); break;
+      case StrOp::kAppend: cmds.push_back({"APPEND", key, op.value}); break;
+      case StrOp::kIncr: cmds.push_back({"INCRBY", key, std::to_string(op.delta)}); break;
+    }
+  }
+  for (const auto& [key, fields] : hashes_) {
+    RedisCmd hset{"HSET", key};
+    RedisCmd hdel{"HDEL", key};
+    for (const auto& [field, value] : fields) {
+      if (value) {
+        hset.push_back(field);
+        hset.push_back(*value);
+      } else {
+        hdel.push_back(field);
+      }
+    }
+    if (hdel.size() > 2) cmds.push_back(std::move(hdel));
+    if (hset.size() > 2) cmds.push_back(std::move(hset));
+  }
+  for (const auto& [key, z] : zsets_) {
+    for (const std::string& p : z.removed_prefixes) {
+      const std::string end = PrefixEnd(p);
+      cmds.push_back({"ZREMRANGEBYLEX", key, "[" + p, end.empty() ? "+" : "(" + end});
+    }
+    RedisCmd zadd{"ZADD", key};
+    RedisCmd zrem{"ZREM", key};
+    for (const auto& [m, present] : z.members) {
+      if (present) {
+        zadd.push_back("0");
+        zadd.push_back(m);
+      } else {
+        zrem.push_back(m);
+      }
+    }
+    if (zrem.size() > 2) cmds.push_back(std::move(zrem));
+    if (zadd.size() > 2) cmds.push_back(std::move(zadd));
+  }
+  return cmds;
+}
+
+}  // namespace folio::meta

@@ -1,0 +1,114 @@
+// RedisKv: one transaction's view of the Redis server: every read WATCHes the keys it reads
+// (in the same pipeline, so a read is one round trip) and sees the transaction's own buffered
+// writes on top (read-your-writes); writes are buffered until commit, when WriteCommands()
+// lists them for MULTI / EXEC. The Redis engine's records (redis_txn.cc) are built from three
+// kinds of keys:
+//   - strings: Get / Set / Del, and blind Append / IncrBy (no read, so no WATCH and no
+//     conflict: two transactions appending slices to one chunk both commit);
+//   - hashes: HGet / HGetAll / HSet / HDel;
+//   - sorted sets used as ordered indexes (every score 0, members in byte order): ZRange
+//     (members after a cursor, paged), ZAdd / ZRem, ZRemPrefix (every member starting with a
+//     prefix); ZRangeWithHash reads an index and the values its members name in a hash in one
+//     round trip (a Lua script), for directory listings.
+//
+// Thread safety: none (a Txn is used by one thread during fn).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "folio/status.h"
+#include "meta/redis_conn.h"
+
+namespace folio::meta {
+
+// The Lua script behind ZRangeWithHash: KEYS = {index, hash}, ARGV = {min, count}; returns
+// member, value, member, value, ... (value nil when the hash lacks the member).
+extern const char* const kRedisRangeWithHashLua;
+
+class RedisKv {
+ public:
+  // `script_sha`: SHA1 of kRedisRangeWithHashLua as the server knows it (SCRIPT LOAD).
+  RedisKv(RedisConn& conn, std::string_view url, std::string_view script_sha)
+      : conn_(conn), url_(url), script_sha_(script_sha) {}
+
+  // ---- strings ----
+  Result<std::optional<std::string>> Get(const std::string& key);
+  // Several keys in one round trip (the values, nullopt where absent).
+  Result<std::vector<std::optional<std::string>>> MGet(const std::vector<std::string>& keys);
+  void Set(const std::string& key, std::string value);
+  void Del(const std::string& key);
+  void Append(const std::string& key, std::string_view suffix);
+  void IncrBy(const std::string& key, int64_t delta);
+
+  // ---- hashes ----
+  Result<std::optional<std::string>> HGet(const std::string& key, const std::string& field);
+  Result<std::map<std::string, std::string>> HGetAll(const std::string& key);
+  void HSet(const std::string& key, const std::string& field, std::string value);
+  void HDel(const std::string& key, const std::string& field);
+
+  // ---- ordered indexes (sorted sets, score 0) ----
+  // Members > after (all when after is empty), in byte order, at most limit.
+  Result<std::vector<std::string>> ZRange(const std::string& key, std::string_view after,
+                                          size_t limit);
+  // The same, with each member's value in hash `hkey` (Corruption when it has none).
+  Result<std::vector<std::pair<std::string, std::string>>> ZRangeWithHash(
+      const std::string& key, const std::string& hkey, std::string_view after, size_t limit);
+  void ZAdd(const std::string& key, const std::string& member);
+  void ZRem(const std::string& key, const std::string& member);
+  void ZRemPrefix(const std::string& key, const std::string& prefix);
+
+  // The buffered writes as commands for MULTI / EXEC (empty: no writes).
+  std::vector<RedisCmd> WriteCommands() const;
+  // Round trips that read from the server (a kRead transaction with more than one is validated
+  // by an empty MULTI / EXEC, see redis_engine.cc).
+  int server_reads() const { return server_reads_; }
+  bool watched_any() const { return !watched_.empty(); }
+
+ private:
+  struct StrOp {
+    enum Kind { kSet, kDel, kAppend, kIncr } kind = kSet;
+    std::string value;  // kSet: the value; kAppend: the suffix
+    int64_t delta = 0;  // kIncr
+  };
+  struct ZOverlay {
+    std::map<std::string, bool> members;  // true: added, false: removed
+    std::vector<std::string> removed_prefixes;
+  };
+
+  // Runs `read` after WATCHing the keys not watched yet, in one pipeline; returns its reply.
+  Result<RedisReply> WatchedRead(const std::vector<std::string>& keys, RedisCmd read);
+  // Applies the overlay of a string key to what the server holds.
+  Result<std::optional<std::string>> Overlay(const std::string& key,
+                                             std::optional<std::string> server) const;
+  // Whether a server member of `key` is hidden by the overlay (removed, or under a removed
+  // prefix and not re-added).
+  bool Hidden(const ZOverlay* z, const std::string& member) const;
+  // Merges the visible server members read (sorted, > after) with the overlay's added
+  // members; `bound`: the last member the server listed when it has more (additions past it
+  // wait for the next page), nullopt when it listed everything.
+  std::vector<std::string> MergeMembers(const ZOverlay* z, std::string_view after,
+                                        const std::vector<std::string>& server,
+                                        const std::optional<std::string>& bound,
+                                        size_t limit) const;
+  Status BadReply(std::string_view what, const redisReply* r) const {
+    return UnexpectedReply(url_, what, r);
+  }
+
+  RedisConn& conn_;
+  std::string url_;
+  std::string script_sha_;
+  std::set<std::string> watched_;
+  int server_reads_ = 0;
+  std::map<std::string, StrOp> strings_;
+  std::map<std::string, std::map<std::string, std::optional<std::string>>> hashes_;
+  std::map<std::string, ZOverlay> zsets_;
+};
+
+}  // namespace folio::meta

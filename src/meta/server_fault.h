@@ -1,0 +1,186 @@
+// Test helpers for lost connections on the server engines (redis_fault_test.cc): a Redis
+// (appendfsync always) or PostgreSQL server of the test's own, started with scripts/services
+// in a directory beside the fixture's (FOLIO_SERVICES_DIR), killed as a crash would and started
+// again on its port with its data; and a workload that checks, across such crashes, that every
+// transaction that returned OK is there afterwards, every transaction is there whole or not at
+// all, none is there twice.
+//
+// Thread safety: OwnServer is used by the test's main thread only.
+#pragma once
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "meta/meta_conformance.h"
+#include "meta/test_services.h"
+
+namespace folio::meta {
+
+// Runs a command line; returns its exit status (output goes to the test log).
+inline int Sh(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+inline std::map<std::string, std::string> ReadEnv(const std::string& path) {
+  std::ifstream in(path);
+  return test::ReadEnvFile(in);
+}
+
+// A throwaway server in DIR for one test, stopped and removed at the end.
+class OwnServer {
+ public:
+  // kind: "redis" or "pg".
+  explicit OwnServer(std::string kind) : kind_(std::move(kind)) {
+    const char* root = std::getenv("FOLIO_SERVICES_DIR");
+    dir_ = std::string(root != nullptr ? root : "/tmp") + "/fault-" + kind_ + "-" +
+           std::to_string(::getpid());
+    scripts_ = test::ServiceScripts();
+  }
+  // Stops and removes the server; its scripts' log (DIR.log) stays only when the test failed.
+  ~OwnServer() {
+    Sh(scripts_ + "/" + kind_ + "-down.sh " + dir_ + " --purge >/dev/null 2>&1");
+    if (!testing::Test::HasFailure()) std::remove((dir_ + ".log").c_str());
+  }
+
+  // Starts it; the URL, or "" with the reason in *why.
+  std::string Start(std::string* why) {
+    const std::string env =
+        kind_ == "redis" ? "REDIS_AOF=1 REDIS_APPENDFSYNC=always " : "PG_DURABLE=1 ";
+    if (Sh(env + scripts_ + "/" + kind_ + "-up.sh " + dir_ + " >" + dir_ + ".log 2>&1") != 0) {
+      *why = kind_ + "-up.sh failed (see " + dir_ + ".log)";
+      return "";
+    }
+    vars_ = ReadEnv(dir_ + "/env");
+    return kind_ == "redis" ? vars_["REDIS_URL"] : vars_["DATABASE_URL"];
+  }
+  // Kills the server as a crash would (Redis: SIGKILL; PostgreSQL: immediate shutdown).
+  bool Kill() {
+    if (kind_ == "redis") return ::kill(std::stoi(vars_["REDIS_PID"]), SIGKILL) == 0;
+    return Sh("PG_STOP_MODE=immediate " + scripts_ + "/pg-down.sh " + dir_ + " >>" + dir_ +
+              ".log 2>&1") == 0;
+  }
+  // Starts a killed server again on the same port with its data (Redis: its AOF; PostgreSQL:
+  // crash recovery).
+  bool Restart() {
+    const bool ok =
+        kind_ == "redis"
+            ? Sh("REDIS_AOF=1 REDIS_APPENDFSYNC=always REDIS_PORT=" + vars_["REDIS_PORT"] + " " +
+                 scripts_ + "/redis-up.sh " + dir_ + " >>" + dir_ + ".log 2>&1") == 0
+            : Sh("PG_KEEP=1 " + scripts_ + "/pg-up.sh " + dir_ + " >>" + dir_ + ".log 2>&1") == 0;
+    vars_ = ReadEnv(dir_ + "/env");
+    return ok;
+  }
+  bool CrashAndRestart(std::chrono::milliseconds down) {
+    const bool killed = Kill();
+    std::this_thread::sleep_for(down);
+    return Restart() && killed;
+  }
+
+ private:
+  std::string kind_, dir_, scripts_;
+  std::map<std::string, std::string> vars_;
+};
+
+// Writers each run transactions i = 0, 1, ...: inode 1000+i and entry "t<w>-<i>" together,
+// and +1 on inode 2's size (a transaction applied twice would count twice). The server is
+// crashed twice while they run.
+inline void CrashMidWorkload(const std::string& kind) {
+  OwnServer server(kind);
+  std::string why;
+  std::string url = server.Start(&why);
+  if (url.empty()) {
+    FAIL() << why;
+  }
+  MetaOpenOptions options;
+  options.reconnect_timeout_ms = 60000;
+  options.log = [](std::string_view) {};
+  auto engine = OpenMetaEngine(url, options);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  ASSERT_TRUE((*engine)->Init(MetaEngine::InitMode::kCreate).ok());
+  ASSERT_TRUE((*engine)->Transact("setup", TxnMode::kWrite, [](Txn& t) {
+    Inode n = TestInode(2);
+    n.size_bytes = 0;
+    return t.PutInode(n);
+  }).ok());
+  constexpr int kWriters = 3;
+  std::atomic<bool> stop{false};
+  std::vector<std::set<int>> ok_txns(kWriters);
+  std::vector<int> attempted(kWriters, 0);
+  std::atomic<int> errors{0};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&, w] {
+      for (int i = 0; !stop.load() && i < 100000; ++i) {
+        const uint64_t ino = 1000 + static_cast<uint64_t>(w) * 100000 + i;
+        Status s = (*engine)->Transact("work", TxnMode::kWrite, [&](Txn& t) -> Status {
+          FOLIO_RETURN_IF_ERROR(t.PutInode(TestInode(ino)));
+          FOLIO_RETURN_IF_ERROR(t.PutEntry(Entry{kRootInode, fmt::format("t{}-{}", w, i),
+                                                 InodeId{ino}, FileType::kRegular}));
+          FOLIO_ASSIGN_OR_RETURN(auto counter, t.GetInode(InodeId{2}));
+          if (!counter) return Status::NotFound("inode 2");
+          counter->size_bytes += 1;
+          return t.PutInode(*counter);
+        });
+        attempted[w] = i + 1;
+        if (s.ok()) {
+          ok_txns[w].insert(i);
+        } else {
+          errors.fetch_add(1);
+          ADD_FAILURE() << "writer " << w << " txn " << i << ": " << s.ToString();
+        }
+      }
+    });
+  }
+  for (int crash = 0; crash < 2; ++crash) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    ASSERT_TRUE(server.CrashAndRestart(std::chrono::milliseconds(500))) << "restart " << crash;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // serving again
+  stop = true;
+  for (auto& t : writers) t.join();
+  // A fresh engine, so nothing is answered from this process's state.
+  auto check = OpenMetaEngine(url, options);
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  uint64_t present = 0;
+  ASSERT_TRUE((*check)->Transact("check", TxnMode::kRead, [&](Txn& t) -> Status {
+    present = 0;
+    for (int w = 0; w < kWriters; ++w) {
+      for (int i = 0; i < attempted[w]; ++i) {
+        const uint64_t ino = 1000 + static_cast<uint64_t>(w) * 100000 + i;
+        FOLIO_ASSIGN_OR_RETURN(auto n, t.GetInode(InodeId{ino}));
+        FOLIO_ASSIGN_OR_RETURN(auto e, t.GetEntry(kRootInode, fmt::format("t{}-{}", w, i)));
+        EXPECT_EQ(n.has_value(), e.has_value()) << "half-applied: writer " << w << " txn " << i;
+        if (ok_txns[w].count(i) != 0) {
+          EXPECT_TRUE(n.has_value()) << "lost: writer " << w << " txn " << i << " returned OK";
+        }
+        present += n.has_value() ? 1 : 0;
+      }
+    }
+    FOLIO_ASSIGN_OR_RETURN(auto counter, t.GetInode(InodeId{2}));
+    EXPECT_EQ(counter->size_bytes, present) << "a transaction was applied twice (or lost half)";
+    return Status::OK();
+  }).ok());
+  size_t committed = 0;
+  for (const auto& s : ok_txns) committed += s.size();
+  EXPECT_GT(committed, 0u);
+  testing::Test::RecordProperty("committed", static_cast<int>(committed));
+  std::printf("%s: %zu transactions committed across 2 server crashes, %d failed\n", kind.c_str(),
+              committed, errors.load());
+}
+
+}  // namespace folio::meta

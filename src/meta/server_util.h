@@ -1,0 +1,44 @@
+// Helpers shared by the server metadata engines (Redis, PostgreSQL): conflict / reconnect
+// backoff with jitter, the guard that catches Transact called from inside fn, and the open-time
+// log with once-per-process warnings.
+//
+// Thread safety: every function is thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "meta/meta_engine.h"
+
+namespace folio::meta {
+
+// Sleeps a random time in [max/2, max], max = min(cap_us, base_us << attempt): contending
+// clients spread out instead of retrying in lockstep.
+void JitterBackoff(int attempt, int64_t base_us = 200, int64_t cap_us = 50'000);
+
+// Marks the calling thread as running fn of `engine` while alive; InFnOf(engine) tells.
+class InFnGuard {
+ public:
+  explicit InFnGuard(const void* engine);
+  ~InFnGuard();
+  InFnGuard(const InFnGuard&) = delete;
+  InFnGuard& operator=(const InFnGuard&) = delete;
+
+ private:
+  const void* prev_;
+};
+bool InFnOf(const void* engine);
+
+// Writes line through options.log, or to stderr as "folio: <line>".
+void MetaLog(const MetaOpenOptions& options, std::string_view line);
+// Whether `key` is logged for the first time in this process (later calls: false).
+bool FirstTimeInProcess(const std::string& key);
+
+using SteadyClock = std::chrono::steady_clock;
+inline SteadyClock::time_point DeadlineAfterMs(int64_t ms) {
+  return SteadyClock::now() + std::chrono::milliseconds(ms);
+}
+
+}  // namespace folio::meta
