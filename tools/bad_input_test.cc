@@ -2,8 +2,6 @@
 // `folio` binary: each one is exactly one line on stderr naming the thing given and the fix,
 // with exit 2 when the user must change the command line and 1 when it could not run (a
 // device another process holds). Nothing is created by a refused command.
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -12,45 +10,15 @@
 
 #include <gtest/gtest.h>
 
+#include "cli/flock_holder_test_util.h"
 #include "cli_test_util.h"
 
 namespace {
 
 using folio::cli::test::CliTest;
+using folio::cli::test::FlockHolder;
 
 constexpr char kForms[] = "use file:PATH (or a bare PATH), raid:PATH,PATH,... or mem:SIZE";
-
-// flock(1) holding `path`'s device lock (not passed on to its sleeping command) until
-// destroyed.
-class HeldLock {
- public:
-  explicit HeldLock(const std::string& path) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      setpgid(0, 0);
-      execlp("flock", "flock", "--exclusive", "--close", path.c_str(), "sleep", "60", nullptr);
-      _exit(127);
-    }
-    // Until flock(1) holds the lock: a non-blocking flock of our own fails.
-    while (std::system(("flock --nonblock --close '" + path + "' true").c_str()) == 0) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return;
-      }
-      usleep(1000);
-    }
-  }
-  ~HeldLock() {
-    if (pid_ <= 0) return;
-    kill(-pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
-  bool held() const { return pid_ > 0; }
-
- private:
-  pid_t pid_ = -1;
-};
 
 class BadInputTest : public CliTest {
  protected:
@@ -144,7 +112,7 @@ TEST_F(BadInputTest, BadSizesForEveryCommand) {
 // A device another process holds is a runtime failure (exit 1) naming the holder; nothing is
 // written and, for the export, nothing is mounted.
 TEST_F(BadInputTest, ADeviceInUseIsARuntimeFailure) {
-  HeldLock lock(file_);
+  FlockHolder lock(file_);
   ASSERT_TRUE(lock.held()) << "flock(1) did not start";
   const std::string busy = file_ + ": in use by process ";
   ExpectRuntimeError({"bench", "--device", file_, "--engine", "folio:4k", job_},

@@ -175,11 +175,12 @@ Command AddBenchCommand(CLI::App& root) {
                   "offsets every run), fresh for jobs with randrepeat=0")
       ->type_name("N");
   sub->add_option("--device", args->device,
-                  "Run every engine on this device instead of data files (its contents are "
-                  "overwritten): file:PATH or PATH, raid:PATH,PATH,..., mem:SIZE. The jobs' "
-                  "filename is ignored and size defaults to the whole device. The kernel "
-                  "engine needs a file: device; on raid: / mem: it is left out of the default "
-                  "engines")
+                  std::string("Run every engine on this device instead of data files (its "
+                              "contents are overwritten): ") +
+                      kDeviceSpecSyntax +
+                      ". The jobs' filename is ignored and size defaults to the whole device. "
+                      "The kernel engine needs a file: device; on raid: / mem: it is left out "
+                      "of the default engines")
       ->type_name("SPEC");
   sub->add_option("JOBFILE", args->jobfiles, "fio job files")->required()->type_name("");
   sub->footer(

@@ -60,6 +60,14 @@ AlignedBuffer NewAlignedBuffer(uint64_t bytes) {
   return buf;
 }
 
+// fsync(2) or fdatasync(2) of the job's file, as both workers' Sync does.
+Status SyncFile(int fd, const std::string& path, bool datasync) {
+  if ((datasync ? fdatasync(fd) : fsync(fd)) != 0) {
+    return Status::FromErrno(errno, path + (datasync ? ": fdatasync" : ": fsync"));
+  }
+  return Status::OK();
+}
+
 class KernelWorker : public WorkerIo {
  public:
   KernelWorker(int fd, uint64_t block_bytes, const std::string& path)
@@ -78,12 +86,7 @@ class KernelWorker : public WorkerIo {
     return Status::OK();
   }
 
-  Status Sync(bool datasync) override {
-    if ((datasync ? fdatasync(fd_) : fsync(fd_)) != 0) {
-      return Status::FromErrno(errno, path_ + (datasync ? ": fdatasync" : ": fsync"));
-    }
-    return Status::OK();
-  }
+  Status Sync(bool datasync) override { return SyncFile(fd_, path_, datasync); }
 
  private:
   const int fd_;
@@ -151,12 +154,7 @@ class KernelUringWorker : public WorkerIo {
     return first;
   }
 
-  Status Sync(bool datasync) override {
-    if ((datasync ? fdatasync(fd_) : fsync(fd_)) != 0) {
-      return Status::FromErrno(errno, path_ + (datasync ? ": fdatasync" : ": fsync"));
-    }
-    return Status::OK();
-  }
+  Status Sync(bool datasync) override { return SyncFile(fd_, path_, datasync); }
 
  private:
   const int fd_;

@@ -18,8 +18,8 @@
 #include "bench/memcg.h"
 #include "bench/plot.h"
 #include "bench/report.h"
-#include "cli/device_spec.h"
 #include "cli/cli_util.h"
+#include "cli/device_spec.h"
 #include "folio/arena.h"
 
 namespace folio::bench {

@@ -41,6 +41,8 @@ namespace folio::cli {
 // mem:SIZE".
 inline constexpr std::string_view kDeviceSpecForms =
     "use file:PATH (or a bare PATH), raid:PATH,PATH,... or mem:SIZE";
+// The forms for help texts: "file:PATH or PATH, raid:PATH,PATH,..., mem:SIZE".
+inline constexpr char kDeviceSpecSyntax[] = "file:PATH or PATH, raid:PATH,PATH,..., mem:SIZE";
 
 struct DeviceSpec {
   enum class Kind { kFile, kRaid, kMem };

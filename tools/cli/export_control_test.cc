@@ -4,9 +4,6 @@
 #include "cli/export_control.h"
 
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -15,6 +12,7 @@
 #include <vector>
 
 #include "cli/device_spec.h"
+#include "cli/flock_holder_test_util.h"
 #include "fuse/export_names.h"
 #include "io/io_test_util.h"
 
@@ -66,47 +64,6 @@ TEST(ExportControlTest, ResolvedPathFollowsSymlinks) {
   EXPECT_EQ(ResolvedPath(d.File("absent")), d.File("absent"));
 }
 
-// A process that holds `path`'s device lock with `args` after it on its command line, run in
-// `cwd`: flock(1) holding the lock (--close: not passed on to its command) while its command
-// sleeps; killed with its process group.
-class LockHolderProcess {
- public:
-  LockHolderProcess(const std::string& path, const std::vector<std::string>& args,
-                    const std::string& cwd) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      setpgid(0, 0);
-      if (chdir(cwd.c_str()) != 0) _exit(127);
-      std::vector<std::string> argv = {"flock", "--exclusive", "--close", path,
-                                       "sh",    "-c",          "sleep 60"};
-      argv.insert(argv.end(), args.begin(), args.end());
-      std::vector<char*> cargv;
-      for (std::string& a : argv) cargv.push_back(a.data());
-      cargv.push_back(nullptr);
-      execvp("flock", cargv.data());
-      _exit(127);
-    }
-    // Until the lock shows in /proc/locks (or the helper died).
-    while (LockHolderPid(path) != pid_) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return;
-      }
-      usleep(1000);
-    }
-  }
-  ~LockHolderProcess() {
-    if (pid_ <= 0) return;
-    kill(-pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
-};
-
 TEST(ExportControlTest, FindsTheExportHoldingAPath) {
   TempDir d;
   const std::string m0 = d.File("m0"), m1 = d.File("m1");
@@ -115,12 +72,12 @@ TEST(ExportControlTest, FindsTheExportHoldingAPath) {
   EXPECT_FALSE(FindExportHolding({m0, m1}).has_value()) << "nobody holds them";
   {
     // A holder that is not an export is not one to send commands to.
-    LockHolderProcess other(m1, {"raid", "resync", m0, m1}, d.path());
+    test::FlockHolder other(m1, {"raid", "resync", m0, m1}, d.path());
     ASSERT_GT(other.pid(), 0) << "flock(1) did not start";
     EXPECT_FALSE(FindExportHolding({m0, m1}).has_value());
   }
   {
-    LockHolderProcess exporter(m1, {kExportCommandName, kExportMountFlag, "/mnt/v", "raid:x"},
+    test::FlockHolder exporter(m1, {kExportCommandName, kExportMountFlag, "/mnt/v", "raid:x"},
                                d.path());
     ASSERT_GT(exporter.pid(), 0) << "flock(1) did not start";
     std::optional<ExportProcess> e = FindExportHolding({m0, m1});
@@ -130,7 +87,7 @@ TEST(ExportControlTest, FindsTheExportHoldingAPath) {
   }
   {
     // --mount=DIR, relative to the export's working directory.
-    LockHolderProcess exporter(
+    test::FlockHolder exporter(
         m0, {kExportCommandName, std::string(kExportMountFlag) + "=mnt", "raid:x"}, d.path());
     ASSERT_GT(exporter.pid(), 0) << "flock(1) did not start";
     std::optional<ExportProcess> e = FindExportHolding({m0, m1});

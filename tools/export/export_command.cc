@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "base/units.h"
-#include "cli/export_control.h"
 #include "cli/cli_util.h"
+#include "cli/export_control.h"
 #include "export/export_run.h"
 #include "fuse/export_names.h"
 #include "fuse/mount_point.h"
@@ -197,7 +197,7 @@ Command AddExportCommand(CLI::App& root) {
   sub->add_option("--threads", a->threads, "FUSE worker threads (default 16)");
   sub->add_flag("--allow-other", a->allow_other, "Let other users use the mount");
   sub->add_flag("--debug", a->debug, "Print every FUSE request (libfuse's debug log)");
-  sub->add_option("DEVICE_SPEC", a->specs, "file:PATH or PATH, raid:PATH,PATH,..., mem:SIZE");
+  sub->add_option("DEVICE_SPEC", a->specs, kDeviceSpecSyntax);
   sub->footer(
       "The mount root holds one file per device plus a read-only .stats (live JSON: folio "
       "sizes per order, device, RAID and FUSE request statistics). SIGINT / SIGTERM or "

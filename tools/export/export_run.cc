@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "base/units.h"
-#include "cli/export_control.h"
 #include "cli/cli_util.h"
+#include "cli/export_control.h"
 #include "export/raid_volume.h"
 #include "fuse/daemon.h"
 #include "fuse/export_fs.h"

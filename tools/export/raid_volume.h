@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "base/device_lock.h"
-#include "folio/raid.h"
 #include "cli/device_spec.h"
+#include "folio/raid.h"
 
 namespace folio::cli {
 

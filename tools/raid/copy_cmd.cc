@@ -24,8 +24,8 @@
 
 #include "base/progress.h"
 #include "base/units.h"
-#include "cli/device_spec.h"
 #include "cli/cli_util.h"
+#include "cli/device_spec.h"
 #include "raid/raid_cmd.h"
 #include "raid/raid_report.h"
 
@@ -283,9 +283,10 @@ int RunCopy(const CopyArgs& a) {
 Command RegisterCopyCommand(CLI::App& root) {
   auto a = std::make_shared<CopyArgs>();
   CLI::App* sub = root.add_subcommand(
-      "copy", "Copy a whole device or file (of any size) onto another: file:PATH or PATH, "
-              "raid:PATH,PATH,..., mem:SIZE on either side (a missing DST file is created with "
-              "SRC's exact size; on a device the last block is padded with zeros)");
+      "copy", std::string("Copy a whole device or file (of any size) onto another: ") +
+                  kDeviceSpecSyntax +
+                  " on either side (a missing DST file is created with SRC's exact size; on a "
+                  "device the last block is padded with zeros)");
   sub->add_option("SRC", a->src, "Source device spec")->required();
   sub->add_option("DST", a->dst, "Destination device spec")->required();
   sub->add_option("--block", a->block, "Bytes per request")->default_str("1M");

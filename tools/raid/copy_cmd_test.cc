@@ -1,10 +1,8 @@
-// `folio copy` with files of any size, run in-process as RunCli would run it: file -> file
-// (exact bytes and size), file -> mem: / raid: (the last block padded with zeros), device ->
-// file, and the one-line errors for a destination that is too small.
+// `folio copy` with files of any size, run in-process as the folio binary runs it (RunMain):
+// file -> file (exact bytes and size), file -> mem: / raid: (the last block padded with zeros),
+// device -> file, and the one-line errors for a destination that is too small.
 #include <gtest/gtest.h>
 #include <unistd.h>
-
-#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -17,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
+#include "io/io_test_util.h"
 #include "raid/raid_cli_test_util.h"
 #include "raid/raid_cmd.h"
 
@@ -28,16 +27,8 @@ using test::RunCommand;
 
 class CopyTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/folio-copy-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  std::string File(const std::string& name) const { return dir_ + "/" + name; }
+  void SetUp() override { ASSERT_FALSE(tmp_.path().empty()) << "mkdtemp failed"; }
+  std::string File(const std::string& name) const { return tmp_.File(name); }
 
   // A file of `bytes` random bytes; returns its path.
   std::string RandomFile(const std::string& name, size_t bytes, uint64_t seed) {
@@ -59,7 +50,7 @@ class CopyTest : public ::testing::Test {
     return "raid:" + a + "," + b + "," + c;
   }
 
-  std::string dir_;
+  io_test::TempDir tmp_;
 };
 
 std::string ReadFile(const std::string& path) {

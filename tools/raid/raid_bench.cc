@@ -24,8 +24,8 @@
 
 #include "base/units.h"
 #include "bench/datafile.h"
-#include "cli/device_spec.h"
 #include "cli/cli_util.h"
+#include "cli/device_spec.h"
 #include "folio/arena.h"
 #include "folio/fault_device.h"
 #include "raid/raid_cmd.h"

@@ -1,5 +1,6 @@
-// The `folio raid` and `folio copy` commands run in-process, as RunCli would run them: files
-// in a temp directory, JSON output parsed, exit codes and one-line errors checked.
+// The `folio raid` and `folio copy` commands run in-process, as the folio binary runs them
+// (RunMain): files in a temp directory, JSON output parsed, exit codes and one-line errors
+// checked.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -18,8 +19,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/device_spec.h"
 #include "cli/cli_util.h"
+#include "cli/device_spec.h"
+#include "io/io_test_util.h"
 #include "raid/raid_cli_test_util.h"
 #include "raid/raid_cmd.h"
 
@@ -29,21 +31,7 @@ namespace {
 using test::Outcome;
 using test::RunCommand;
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/folio-raid-cli-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using io_test::TempDir;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -18,9 +18,9 @@
 #include "base/device_lock.h"
 #include "base/progress.h"
 #include "base/units.h"
+#include "cli/cli_util.h"
 #include "cli/device_spec.h"
 #include "cli/export_control.h"
-#include "cli/cli_util.h"
 #include "fuse/export_names.h"
 #include "raid/raid_report.h"
 
