@@ -8,13 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include "bench/bench_test_util.h"
+
 namespace folio::bench {
 namespace {
 
-uint64_t TestSeed() {
-  const char* env = std::getenv("FOLIO_SEED");
-  return env != nullptr ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-}
+using test::TestSeed;
 
 JobFile MustParse(std::string_view text) {
   Result<JobFile> r = ParseJobFile(text, "t.fio");

@@ -9,22 +9,13 @@
 
 #include <gtest/gtest.h>
 
+#include "bench/bench_test_util.h"
+
 namespace folio::bench {
 namespace {
 
-uint64_t TestSeed() {
-  const char* env = std::getenv("FOLIO_SEED");
-  return env != nullptr ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-}
-
-JobSpec Job(RwMode rw, uint64_t bs, uint64_t size) {
-  JobSpec j;
-  j.name = "t";
-  j.rw = rw;
-  j.block_bytes = bs;
-  j.size_bytes = size;
-  return j;
-}
+using test::TestSeed;
+using test::Job;
 
 // A fake engine: completes ops in a random order, up to `depth` in flight, checking the
 // worker's protocol (a slot is not reused before it completed) and recording every op.
