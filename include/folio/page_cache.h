@@ -18,15 +18,19 @@
 //                        ^ folio marked kFolioReadahead: a hit here issues the next window
 //
 // Durability contract:
-//   * Write() returns once the data is in the cache (dirty). It reaches the device through
-//     writeback: background threads (above half of dirty_bytes_max, and every
-//     writeback_interval_ms), reclaim (a dirty folio about to be evicted), and Fsync().
+//   * Write() returns once the data is in the cache: the 4 KiB pages it wrote are dirty (dirty
+//     state is per page, also inside large folios). They reach the device through writeback:
+//     the flusher (data older than dirty_expire_ms, and whatever brings dirty bytes under the
+//     background threshold), reclaim (a dirty folio about to be evicted), and Fsync(). Only
+//     dirty pages are written, in runs merged across folios.
 //   * Data written before an Fsync() started is durable once that Fsync() returns OK: Fsync
-//     writes back every dirty folio of the address space (waiting for writeback already in
-//     flight, including the background threads'), then flushes the device.
+//     writes back every dirty page of the address space (waiting for writeback already in
+//     flight, including the flusher's), then flushes the device.
 //   * After a crash (power loss) each 4 KiB page of the device holds its content as of the last
 //     Fsync() that returned OK, or a content it had at some later moment (any prefix of the
-//     later writes to it), never anything else. Writes are not atomic across pages.
+//     later writes to it), never anything else: a page is never changed while it is being
+//     written (a writer of that page waits; writers of the folio's other pages do not). Writes
+//     are not atomic across pages.
 //   * Truncate() has no metadata to persist (the logical size lives in memory; a reopened
 //     address space defaults to the device's size). Instead the dropped range (and any range a
 //     growth exposes) is recorded as "zero ranges": reads see zeros at once, and writeback writes
@@ -45,9 +49,11 @@
 //   * Destroying an address space drops its dirty data: Fsync() first if it matters.
 //
 // Memory: the cache never holds more than memory_bytes of folios. A full cache reclaims from the
-// cold end of a cache-wide LRU clock, clean folios before dirty ones; writers throttle while
-// dirty bytes exceed dirty_bytes_max. No single folio is larger than 1/16 of the cache for
-// writes (1/8 for readahead windows).
+// cold end of a cache-wide LRU clock, clean folios before dirty ones; writers slow down as dirty
+// bytes climb from the midpoint of the background threshold and the dirty limit towards the
+// limit, and wait above it. No single folio is larger than 1/16 of the cache for writes (1/8
+// for readahead windows). A write into a large folio that is not up to date reads only the
+// pages it covers in part; the pages it does not touch are read when someone reads them.
 //
 // Thread safety: all methods of PageCache and AddressSpace are thread-safe. Reads of cached
 // data take no global lock (a lock-free index lookup plus a folio reference).
@@ -85,12 +91,35 @@ struct PageCacheOptions {
   ArenaBacking backing = ArenaBacking::kAuto;
   bool prefault_in_background = false;
   FolioPolicy policy;                    // default for new address spaces
-  uint64_t dirty_bytes_max = 0;          // writers throttle above this; 0 = memory_bytes / 4
-  int writeback_threads = 1;
   uint64_t readahead_max_bytes = 2ull << 20;  // largest readahead window
   bool collapse_scanner = true;          // background collapse of small clean folios
-  uint64_t writeback_interval_ms = 500;  // background writeback of old dirty data
+  uint64_t collapse_interval_ms = 1000;  // how often the collapse scanner runs
+
+  // Writeback, named after the kernel's vm.dirty_* sysctls (docs/page-cache.md sets the
+  // defaults beside the kernel's). Ratios are percent of memory_bytes; a non-zero *_bytes
+  // overrides its ratio (in the kernel, setting one clears the other).
+  int writeback_threads = 1;             // flusher threads; 0: writers write back themselves
+  // Dirty data above this is written back in the background until it is below again
+  // (vm.dirty_background_ratio / vm.dirty_background_bytes).
+  uint32_t dirty_background_ratio = 25;
+  uint64_t dirty_background_bytes = 0;
+  // The hard limit: writers are slowed in proportion to how far dirty data is above the
+  // midpoint of background and limit (balance_dirty_pages), and wait above the limit
+  // (vm.dirty_ratio / vm.dirty_bytes).
+  uint32_t dirty_ratio = 50;
+  uint64_t dirty_bytes = 0;
+  // Dirty data older than this is written back whatever the amount (per address space, like
+  // the kernel's per-inode dirtied_when; vm.dirty_expire_centisecs x 10).
+  uint64_t dirty_expire_ms = 30000;
+  // The flusher wakes this often to look for expired data (and at once when dirty data
+  // crosses the background threshold; vm.dirty_writeback_centisecs x 10).
+  uint64_t dirty_writeback_ms = 5000;
 };
+
+// Checks PageCacheOptions' writeback knobs as PageCache::Create does (ratios 1..100, the
+// background threshold below the limit, intervals of at least 1 ms), for commands that want
+// to report a bad flag before they start. The error names the values and the fix.
+Status CheckWritebackOptions(const PageCacheOptions& options);
 
 // Per-order cache statistics.
 struct CacheOrderStats {
@@ -115,9 +144,19 @@ struct PageCacheStats {
   uint64_t writeback_requests = 0;      // requests sent to devices by writeback
   uint64_t writeback_bytes = 0;
   HistogramSnapshot writeback_request_bytes;
-  uint64_t dirty_bytes = 0;             // now
+  uint64_t dirty_bytes = 0;             // now: 4 KiB per dirty page (not per dirty folio)
   uint64_t resident_bytes = 0;          // now
-  uint64_t throttled_writes = 0;        // writes that waited for dirty bytes to fall
+  uint64_t throttled_writes = 0;        // writes that paused or waited for dirty bytes to fall
+  uint64_t throttled_ns = 0;            // time writers spent in those pauses
+  uint64_t writeback_expired_passes = 0;     // flusher passes over expired address spaces
+  uint64_t writeback_background_chunks = 0;  // flusher chunks above the background threshold
+  uint64_t dirty_background_bytes = 0;  // the thresholds in force (from the options)
+  uint64_t dirty_limit_bytes = 0;
+  uint64_t writeback_bytes_per_s = 0;   // the flusher's measured write rate (an average)
+  uint64_t writeback_waits = 0;         // writes that waited for a page under writeback
+  uint64_t write_pages_not_read = 0;    // pages of new folios a write neither covered nor read
+  uint64_t fill_read_requests = 0;      // device reads for partly written or unread pages
+  uint64_t partial_read_fills = 0;      // reads that read the missing pages of a folio
   uint64_t memory_bytes = 0;
 };
 

@@ -84,11 +84,15 @@ void AddressSpaceImpl::RemoveLocked(Folio* f) {
   const uint64_t index = f->index.load(std::memory_order_relaxed);
   // Dirty state goes first, while we still own the range: once the slots are clear another
   // folio may be inserted at this index and dirtied.
+  FOLIO_DCHECK(!f->TestFlag(kFolioWriteback));
   if (f->TestFlag(kFolioDirty)) {
     f->ClearFlag(kFolioDirty);
     index_.ClearDirty(index);
-    dirty_bytes_.fetch_sub(static_cast<int64_t>(f->bytes()), std::memory_order_relaxed);
-    cache_->AccountDirty(-static_cast<int64_t>(f->bytes()));
+    const int64_t bytes =
+        static_cast<int64_t>(cache_->pages().dirty.Clear(f->frame, static_cast<uint32_t>(f->nr_pages())))
+        << kPageShift;
+    dirty_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    cache_->AccountDirty(-bytes);
   }
   {
     RankedLock lock(mu_, LockRank::kMapping);
@@ -122,7 +126,8 @@ bool AddressSpaceImpl::IndexHolds(const Folio* f) const {
 void AddressSpaceImpl::RemoveStale(uint64_t index) {
   Folio* f = LockFolioAt(index);
   if (f == nullptr) return;
-  if (f->TestFlag(kFolioUptodate)) {
+  // Only a failed read is stale; a partly up-to-date folio may hold dirty pages.
+  if (f->TestFlag(kFolioUptodate) || !f->TestFlag(kFolioError)) {
     UnlockFolio(f);
     cache_->PutFolio(f);
     return;
@@ -138,6 +143,14 @@ void AddressSpaceImpl::DropRange(uint64_t first, uint64_t last, DropMode mode) {
     if (idx == FolioIndex::kNone) break;
     Folio* f = LockFolioAt(idx);
     if (f == nullptr) continue;
+    if (f->TestFlag(kFolioWriteback)) {
+      // Its write is in flight: splitting or dropping it now could let a newer write of the
+      // same pages (or the zeros of a truncate) land before it. Wait for it.
+      UnlockFolio(f);
+      cache_->PutFolio(f);
+      WaitFolioClear(f, kFolioWriteback);
+      continue;
+    }
     const uint64_t folio_end = f->index.load(std::memory_order_relaxed) + f->nr_pages();
     // Pieces to look at, each locked and referenced by us.
     std::vector<Folio*> work = {f};
@@ -146,15 +159,15 @@ void AddressSpaceImpl::DropRange(uint64_t first, uint64_t last, DropMode mode) {
       work.pop_back();
       const uint64_t ps = p->index.load(std::memory_order_relaxed);
       const uint64_t pe = ps + p->nr_pages();
+      // kCleanOnly keeps every folio with a dirty page, partly up to date or not.
       const bool keep = pe <= first || ps >= last ||
-                        (mode == DropMode::kCleanOnly && p->TestFlag(kFolioDirty) &&
-                         p->TestFlag(kFolioUptodate));
+                        (mode == DropMode::kCleanOnly && p->TestFlag(kFolioDirty));
       if (keep) {
         UnlockFolio(p);
         cache_->PutFolio(p);
       } else if (ps >= first && pe <= last) {
         // Discarded data nobody could write is no longer unwritten; invalidated data is lost.
-        if (mode == DropMode::kDiscard) ClearWritebackError(p);
+        if (mode == DropMode::kDiscard) ClearWritebackError(p, 0, static_cast<uint32_t>(p->nr_pages()));
         RemoveLocked(p);
       } else {
         Folio* upper;
@@ -207,6 +220,8 @@ Status AddressSpaceImpl::InsertNew(std::vector<Planned>* plan, AllocMode mode, u
       f->index.store(p.index, std::memory_order_relaxed);
       f->Get();  // the caller's reference; the arena's initial one is the index's
       NoteFolioLocked();
+      // Not up to date: its page bits are read from now on (the frames' old bits are stale).
+      cache_->pages().uptodate.Clear(f->frame, static_cast<uint32_t>(f->nr_pages()));
       index_.Store(p.index, p.order, f);
       out->push_back(f);
     }

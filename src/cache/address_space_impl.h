@@ -2,15 +2,20 @@
 // streams, zero ranges, dirty tracking and sticky writeback error.
 //
 // Invariants (besides PageCacheImpl's):
-//   1. A folio in the index is up to date, or locked (its read is in flight), or marked
-//      kFolioError and unlocked (a failed read: "stale"; the next user removes it).
+//   1. A folio in the index is up to date (kFolioUptodate: every page), or partly up to date
+//      (unlocked, no kFolioError; its uptodate page bits say which pages: a write left the
+//      others unread), or locked with its read in flight, or marked kFolioError and unlocked
+//      (a failed read: "stale"; the next user removes it).
 //   2. Removing a folio from the index needs mu_ plus either the folio lock or a freeze
 //      (refcount 1 -> 0, only possible when nobody else holds a reference). Changing a
 //      folio's order (split) needs mu_, the folio lock and a freeze. So a thread holding a
 //      folio's lock, having rechecked its slot, owns that index range until it unlocks.
-//   3. kFolioDirty, the index's dirty bit and dirty_bytes_ change together under the folio
-//      lock; writeback holds the folio lock from clearing kFolioDirty until its write
-//      completed (stable pages: writers wait on the lock).
+//   3. A folio's dirty page bits, kFolioDirty (any page dirty), the index's dirty bit and
+//      dirty_bytes_ change together under the folio lock. Writeback takes the dirty bits under
+//      the lock, marks those pages under writeback (page bits and kFolioWriteback) and unlocks:
+//      a writer that would change a page under writeback waits for that write (stable pages),
+//      one that writes the folio's other pages does not; whatever splits or removes a folio
+//      waits for its writeback first.
 //   4. Every byte at or past the logical size reads as zero once the size grows over it: a
 //      growth or a shrink drops the cached folios of the affected whole pages, then records
 //      them as zero ranges (the partial page is zeroed in the cache, dirty). Device reads of
@@ -39,6 +44,7 @@
 
 #include "cache/errseq.h"
 #include "cache/folio_index.h"
+#include "cache/page_state.h"
 #include "cache/page_range_set.h"
 #include "cache/readahead.h"
 #include "folio/page_cache.h"
@@ -88,6 +94,14 @@ class AddressSpaceImpl final : public AddressSpace {
   // large folios were built.
   size_t CollapseRange(uint64_t first, uint64_t last);
   bool HasWritebackWork();
+  // When this address space last went from clean to having writeback work; 0 when clean.
+  uint64_t dirty_since_ns() const { return dirty_since_ns_.load(std::memory_order_seq_cst); }
+  // Writes back everything (its data expired, the kernel's kupdate writeback); the expiry
+  // clock restarts if it was written to meanwhile.
+  Status WritebackExpired();
+  // Writes back about max_bytes of dirty pages, from where the previous call stopped (wrapping
+  // at the end). Returns the bytes written.
+  uint64_t WritebackSome(uint64_t max_bytes);
   // Debug: whether any slot of f's range still points at f.
   bool IndexHolds(const Folio* f) const;
   uint64_t device_pages() const { return device_pages_; }
@@ -140,6 +154,8 @@ class AddressSpaceImpl final : public AddressSpace {
   void SubmitAsync(std::vector<Folio*> folios, std::vector<PageRange> zero);
   // Removes a stale (failed read) folio at index if it is still there.
   void RemoveStale(uint64_t index);
+  // Reads the pages of [index, last_page] that the partly up-to-date folio at index lacks.
+  Status FillForRead(uint64_t index, uint64_t last_page);
 
   // ---- write.cc ----
   // Writes len bytes at pos from src (zeros when src is null); old_size decides which pages of
@@ -148,11 +164,34 @@ class AddressSpaceImpl final : public AddressSpace {
   // Creates folios for the uncached run starting at pos and writes into them; returns the
   // bytes of [pos, ...) now written (0 if another thread cached pos first).
   Result<uint64_t> WriteNew(uint64_t pos, const char* src, uint64_t len, uint64_t old_size);
-  // Brings new folios (locked, not up to date) to their pre-write content: device reads of
-  // pages the write does not cover and that lie below old_size, zeros elsewhere.
+  // Pages of one locked folio to bring to their content (relative to the folio).
+  struct PageFill {
+    Folio* folio;
+    PageMask pages;
+  };
+  // Brings the pages of new folios (locked, not up to date) that [pos, end) covers in part to
+  // their pre-write content, and zeroes those at or past old_size or in zero ranges. Pages the
+  // write does not touch below old_size stay unread. valid[i] gets folio i's pages that are
+  // now up to date apart from the ones the write will cover whole.
   Status FillForWrite(std::span<Folio* const> folios, uint64_t pos, uint64_t end,
-                      uint64_t old_size, const std::vector<PageRange>& zero);
-  void MarkDirtyLocked(Folio* f);
+                      uint64_t old_size, const std::vector<PageRange>& zero, PageMask* valid);
+  // A partly up-to-date cached folio about to take [from, to) (inside it): reads (or zeroes)
+  // the pages the range covers in part that are not up to date. REQUIRES: f locked.
+  Status FillPartialPagesLocked(Folio* f, uint64_t from, uint64_t to, uint64_t old_size);
+  // Fills the pages: zeros at or past old_size or inside `zero`, device reads elsewhere (one
+  // request per run). Does not mark them up to date. REQUIRES: every folio locked.
+  Status FillPages(std::span<const PageFill> fills, uint64_t old_size,
+                   const std::vector<PageRange>& zero);
+  // The zero ranges (pending or being written) overlapping pages [first, last).
+  std::vector<PageRange> ZeroOverlaps(uint64_t first, uint64_t last);
+  // Marks pages [first, first + n) of f dirty (and, if they were in error, written over).
+  // REQUIRES: f locked, up to date over those pages (or about to be, under the same lock).
+  void MarkDirtyLocked(Folio* f, uint32_t first, uint32_t n);
+  // Marks pages up to date; sets kFolioUptodate once all of f is. REQUIRES: f locked.
+  void MarkUptodateLocked(Folio* f, uint32_t first, uint32_t n);
+  // New writeback work (dirty pages, zero ranges): starts the expiry clock if it is not
+  // running. Cheap when it is (one load).
+  void NoteDirtied();
   // Makes [from, to) read as zeros (partial first page in the cache, whole pages as zero
   // ranges). REQUIRES: the size lock held exclusively; [from, to) at or past the size.
   Status ZeroRange(uint64_t from, uint64_t to, uint64_t fill_size);
@@ -167,13 +206,18 @@ class AddressSpaceImpl final : public AddressSpace {
   // must wait for a later pass, whose zeros go first.
   bool OverlapsPendingZeros(uint64_t first, uint64_t last);
   void AddZeroRange(uint64_t first, uint64_t last);  // REQUIRES: mu_
-  // Records a failed writeback request (errseq). With a folio (its write failed): marks it
-  // kFolioWbError and counts its bytes as unwritten. REQUIRES: f locked by the caller.
-  void RecordWritebackError(const Status& s, Folio* f);
-  // A folio leaves the error state: written over (kRewritten: it will be written again) or
-  // discarded with its range (truncate). Folios evicted or invalidated in error stay counted.
+  // After a pass that started with the clock at `since`: stops the clock, or restarts it at
+  // `now` if work remains (written meanwhile).
+  void RestartDirtyClock(uint64_t since, uint64_t now);
+  // Records a failed writeback request for every handle (errseq).
+  void RecordWritebackError(const Status& s);
+  // The write of these pages of f failed: error bits, kFolioWbError, unwritten bytes.
+  // REQUIRES: f locked by the caller, the pages under writeback.
+  void MarkWriteFailedLocked(Folio* f, const PageMask& failed);
+  // Pages [first, first + n) of f leave the error state: written over (they will be written
+  // again) or discarded (truncate). Pages evicted or invalidated in error stay counted.
   // REQUIRES: f locked or frozen by the caller.
-  void ClearWritebackError(Folio* f);
+  void ClearWritebackError(Folio* f, uint32_t first, uint32_t n);
 
   // ---- split_collapse.cc ----
   // Splits f (order k >= 1) into halves; f keeps the lower one. Both halves stay locked and
@@ -193,6 +237,8 @@ class AddressSpaceImpl final : public AddressSpace {
   std::atomic<uint32_t> policy_;
   std::atomic<int> ra_mode_{static_cast<int>(ReadaheadMode::kNormal)};
   std::atomic<int64_t> dirty_bytes_{0};
+  std::atomic<uint64_t> dirty_since_ns_{0};  // see dirty_since_ns(); NoteDirtied / passes
+  uint64_t wb_cursor_ = 0;                   // GUARDED_BY(wb_mu_): where WritebackSome resumes
   std::atomic<int> pins_{0};
 
   std::shared_mutex size_lock_;  // rank 0

@@ -48,7 +48,7 @@ std::unique_ptr<Fixture> MakeFixture(const char* policy, uint64_t memory_bytes) 
   o.policy = *FolioPolicy::Parse(policy);
   o.writeback_threads = 0;
   o.collapse_scanner = false;
-  o.dirty_bytes_max = memory_bytes;  // the benchmarks control writeback themselves
+  o.dirty_bytes = memory_bytes;  // the benchmarks control writeback themselves
   fx->cache = std::move(PageCache::Create(o).value());
   fx->as = std::move(fx->cache->Open(fx->device.get(), AddressSpaceOptions{}).value());
   return fx;

@@ -184,9 +184,11 @@ void RunConcurrent(const char* policy0, const char* policy1, int threads) {
   Fixture fx;
   PageCacheOptions o = cache_test::SmallCacheOptions(4 * kMiB, "dynamic");
   o.writeback_threads = 1;
-  o.writeback_interval_ms = 3;
+  o.dirty_writeback_ms = 3;
   o.collapse_scanner = true;
-  o.dirty_bytes_max = kMiB;
+  o.dirty_background_bytes = 256 * kKiB;
+  o.dirty_bytes = kMiB;
+  o.dirty_expire_ms = 2;
   auto cache = PageCache::Create(o);
   ASSERT_TRUE(cache.ok()) << cache.status().ToString();
   fx.cache = std::move(cache).value();

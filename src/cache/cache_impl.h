@@ -8,7 +8,9 @@
 //      insertion until its removal.
 //   2. A folio out of every index is freed by whoever drops its last reference (PutFolio), or
 //      directly by reclaim / collapse when they froze it (refcount 1 -> 0).
-//   3. counters_.dirty_bytes == sum of the bytes of folios with kFolioDirty.
+//   3. counters_.dirty_bytes == 4 KiB x the dirty pages (page_state_.dirty) of all folios; a
+//      folio has kFolioDirty iff it has a dirty page.
+//   4. A free frame has no dirty, error or writeback bit (page_state.h).
 //
 // Lock order: see lock_rank.h (lru_mu_ is rank 4; registry / background / throttle mutexes
 // are leaves).
@@ -27,11 +29,15 @@
 #include "cache/async_reader.h"
 #include "cache/counters.h"
 #include "cache/lru.h"
+#include "cache/page_state.h"
 #include "folio/page_cache.h"
 
 namespace folio::cache {
 
 class AddressSpaceImpl;
+
+// The monotonic clock of the writeback policy (expiry, pauses, bandwidth).
+uint64_t NowNs();
 
 enum class AllocMode {
   kMayReclaim,  // reclaim clean folios, then write back dirty ones if needed
@@ -54,10 +60,12 @@ class PageCacheImpl final : public PageCache {
 
   // ---- For address spaces ----------------------------------------------------------------
   char* Data(const Folio* f) const { return arena_->Data(f); }
+  PageState& pages() { return page_state_; }
   CacheCounters& counters() { return counters_; }
   AsyncReader& async_reader() { return *async_; }
   uint64_t memory_bytes() const { return arena_->capacity_bytes(); }
-  uint64_t dirty_bytes_max() const { return dirty_bytes_max_; }
+  uint64_t dirty_background_bytes() const { return dirty_background_bytes_; }
+  uint64_t dirty_limit_bytes() const { return dirty_limit_bytes_; }
   uint64_t readahead_max_pages() const { return readahead_max_pages_; }
   // An aligned buffer of zeros, zero_buffer_bytes() long, for writing zero ranges.
   const char* zero_buffer() const { return zero_buffer_.get(); }
@@ -84,14 +92,19 @@ class PageCacheImpl final : public PageCache {
   // Removes f from the LRU if it is on it. Context: takes lru_mu_.
   void LruRemove(Folio* f);
 
-  // Adds (or with a negative delta removes) dirty bytes; above half the limit, kicks writeback.
+  // ---- flusher.cc: the writeback policy ----
+  // Adds (or with a negative delta removes) dirty bytes; above the background threshold, kicks
+  // the flusher.
   void AccountDirty(int64_t delta_bytes);
-  // Sleeps while dirty bytes exceed the limit, kicking writeback.
-  // REQUIRES: no lock held (it may write back `as` itself when there is no writeback thread).
-  void ThrottleWriter(AddressSpaceImpl* as);
+  // A writer about to dirty `bytes`: pauses in proportion above freerun, waits above the limit
+  // (balance_dirty_pages; see flusher.cc). Without a flusher, writes back itself instead.
+  // REQUIRES: no lock held (it may write back `as`).
+  void ThrottleWriter(AddressSpaceImpl* as, uint64_t bytes);
   // Wakes throttled writers (after a writeback batch).
   void NotifyWritebackProgress();
   void KickWriteback();
+  // A writeback batch wrote `bytes` in `ns`: updates the bandwidth estimate pauses use.
+  void NoteWriteback(uint64_t bytes, uint64_t ns);
 
   void Register(AddressSpaceImpl* as);
   void Unregister(AddressSpaceImpl* as);
@@ -115,14 +128,21 @@ class PageCacheImpl final : public PageCache {
   // The registered address spaces, each pinned (Unpin each when done).
   std::vector<AddressSpaceImpl*> PinAll();
   void WritebackThread();
+  // One flusher round: expired address spaces, then background chunks (flusher.cc).
+  void FlushRound();
+  void SetDirtyThresholds(uint64_t capacity);
   void CollapseThread();
 
   const PageCacheOptions options_;
   std::unique_ptr<FolioArena> arena_;
-  uint64_t dirty_bytes_max_ = 0;
+  uint64_t dirty_background_bytes_ = 0;
+  uint64_t dirty_limit_bytes_ = 0;
+  uint64_t dirty_freerun_bytes_ = 0;   // (background + limit) / 2: writers pause above it
+  std::atomic<uint64_t> wb_bandwidth_{0};  // bytes/s, an average over writeback batches
   uint64_t readahead_max_pages_ = 0;
   std::unique_ptr<char, FreeDeleter> zero_buffer_;
   CacheCounters counters_;
+  PageState page_state_;  // per-page bits of every frame of the arena
 
   std::mutex lru_mu_;
   LruList lru_;  // GUARDED_BY(lru_mu_)
@@ -134,6 +154,7 @@ class PageCacheImpl final : public PageCache {
   std::condition_variable bg_cv_;
   bool wb_kicked_ = false;  // GUARDED_BY(bg_mu_)
   bool stop_ = false;       // GUARDED_BY(bg_mu_)
+  std::atomic<bool> stopping_{false};  // == stop_, for loops that do not hold bg_mu_
   std::atomic<bool> wb_kick_pending_{false};
 
   std::mutex throttle_mu_;

@@ -8,6 +8,18 @@
 // later moment, never anything else. The model keeps, per page touched since the last Fsync,
 // the hashes of every content it had since then.
 //
+// Dirty pages: the model keeps the pages written since the last Fsync (DirtyPagesReference).
+// The cache's dirty bytes may never exceed 4 KiB per page of that set (a 4 KiB write into a
+// 2 MiB folio dirties 4 KiB, not the folio), and are zero after an Fsync.
+//
+// Writeback errors (both mixes, rarely): one op arms an ENOSPC or EIO range on the fault device
+// after an fsync, writes over it, makes a non-reporting pass (the error is certain by then),
+// disarms and writes the range again whole. Open handles (cursors) fsync now and then; each
+// result is checked against ErrseqReference (the errseq rules). Runs must show what they are
+// for: large folios, splits and collapses happened, partly up-to-date folios were read, and
+// reclaim evicted folios (dirty ones too, after writing them back, in the 4k configurations
+// without a flusher, whose dirty limit is above the memory).
+//
 // Two op mixes:
 //   wide   lengths up to 1 MiB anywhere on the device, and whole-device checks: every path
 //          (readahead ramps, large folios, split, collapse) with much data per op
@@ -19,6 +31,7 @@
 // FOLIO_SEED=<n> fixes the seed; FOLIO_MODEL_OPS=<n> overrides the op count.
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -30,6 +43,7 @@
 #include <vector>
 
 #include "base/crc32c.h"
+#include "cache/cache_model_refs.h"
 #include "cache/cache_test_util.h"
 #include "folio/page_cache.h"
 
@@ -109,6 +123,7 @@ class CacheModel {
   void ExpensiveOp();
 
   void OpWrite();
+  void WriteAt(uint64_t pos, uint64_t len);
   void OpRead(uint64_t pos, uint64_t len);
   void OpSequentialRead();
   void OpTruncate();
@@ -119,6 +134,20 @@ class CacheModel {
   void VerifyDeviceAfterFsync();
   // Fsync, then maybe start a crash epoch.
   void OpFsync();
+  // Writeback errors and handles (ErrseqReference).
+  void OpWriteError();
+  void OpHandle();
+  // Checks an Fsync result against the reference's expectation for that handle.
+  void ExpectFsync(const Status& s, StatusCode want, const char* who);
+  // Every run must have exercised what it exists for (over every cache it used).
+  void Accumulate(const PageCacheStats& s);
+  void CheckCoverage();
+  // The 4k configurations without a flusher: a dirty limit above the memory (see Open).
+  bool ReclaimWritesBack() const {
+    return std::string_view(p_.policy) == "4k" && p_.writeback_threads == 0;
+  }
+  // The cache's dirty bytes against the dirty-range reference (see the top of the file).
+  void CheckDirtyBytes(const char* after);
 
   const ModelParams p_;
   std::mt19937_64 rng_;
@@ -139,17 +168,31 @@ class CacheModel {
   uint64_t hot_bytes_ = 0;
   std::vector<char> buf_;      // reused I/O buffer (large allocations are slow under ASan)
   std::vector<char> dev_buf_;  // the whole device, for checks
+  cache_test::ErrseqReference errseq_;
+  uint64_t error_ops_ = 0;     // OpWriteError runs
+  uint64_t handle_fsyncs_ = 0;
+  cache_test::DirtyPagesReference written_;
+  struct Seen {
+    uint64_t large_allocs = 0, splits = 0, collapses = 0, pages_not_read = 0, partial_fills = 0;
+    uint64_t evictions = 0, evicted_dirty = 0;
+  } seen_;  // summed over the caches of the run
 };
 
 void CacheModel::Open(bool new_cache) {
   if (dev_ == nullptr) dev_ = cache_test::NewFaultMem(p_.device_bytes);
   if (new_cache || cache_ == nullptr) {
     as_.reset();
+    if (cache_ != nullptr) Accumulate(cache_->Stats());
     cache_.reset();
     PageCacheOptions o = cache_test::SmallCacheOptions(p_.memory_bytes, p_.policy);
     o.writeback_threads = p_.writeback_threads;
     o.collapse_scanner = p_.collapse_scanner;
-    o.writeback_interval_ms = 2;
+    o.collapse_interval_ms = 2;
+    o.dirty_writeback_ms = 2;
+    o.dirty_expire_ms = 1 + Rand(10);  // the flusher writes expired data, not only excess
+    // Some configurations have a dirty limit above the memory: writers never wait, so reclaim
+    // meets dirty folios and has to write them back itself.
+    if (ReclaimWritesBack()) o.dirty_bytes = 2 * p_.memory_bytes;
     auto c = PageCache::Create(o);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     cache_ = std::move(c).value();
@@ -161,6 +204,8 @@ void CacheModel::Open(bool new_cache) {
   auto as = cache_->Open(dev_.get(), ao);
   ASSERT_TRUE(as.ok()) << as.status().ToString();
   as_ = std::move(as).value();
+  errseq_.Reset();
+  written_.Reset(p_.device_bytes / kPageBytes);  // a new address space is clean
 }
 
 void CacheModel::Touch(uint64_t first, uint64_t last) {
@@ -214,7 +259,10 @@ void CacheModel::OpWrite() {
     ASSERT_TRUE(n.status().IsNoSpace()) << n.status().ToString();
     return;
   }
-  uint64_t pos = RandomPos(len);
+  WriteAt(RandomPos(len), len);
+}
+
+void CacheModel::WriteAt(uint64_t pos, uint64_t len) {
   if (buf_.size() < len) buf_.resize(len);
   std::span<char> data(buf_.data(), len);
   const char tag = static_cast<char>(rng_());
@@ -227,12 +275,15 @@ void CacheModel::OpWrite() {
   Touch(first, last);
   std::memcpy(&ref_[pos], data.data(), len);
   Record(first, last);
+  written_.Mark(first, last);
+  if (pos > size_) written_.MarkPartialPage(size_);  // the old last page's tail is zeroed
   size_ = std::max(size_, pos + len);
   MODEL_TRACE("write %lu at %lu (pages %lu..%lu)\n", len, pos, first, last);
   Result<size_t> n = as_->Write(pos, data);
   ASSERT_TRUE(n.ok()) << "write " << len << " at " << pos << ": " << n.status().ToString();
   ASSERT_EQ(*n, len);
   ASSERT_EQ(as_->size(), size_);
+  if (Rand(8) == 0) CheckDirtyBytes("a write");
 }
 
 void CacheModel::OpRead(uint64_t pos, uint64_t len) {
@@ -281,6 +332,7 @@ void CacheModel::OpTruncate() {
     std::memset(&ref_[new_size], 0, old_size - new_size);
     Record(first, last);
   }
+  written_.MarkPartialPage(std::min(old_size, new_size));  // its tail is zeroed in the cache
   size_ = new_size;
   MODEL_TRACE("truncate %lu -> %lu\n", old_size, new_size);
   Status s = as_->Truncate(new_size);
@@ -319,9 +371,12 @@ void CacheModel::OpCrash() {
   CrashMode mode = Rand(2) ? CrashMode::kDropUnflushed : CrashMode::kRandomSubset;
   MODEL_TRACE("crash %d\n", static_cast<int>(mode));
   dev_->Crash(mode, rng_());
-  as_.reset();  // drops whatever was dirty; its I/O fails now anyway
+  as_.reset();  // drops whatever was dirty (and its handles); its I/O fails now anyway
   bool new_cache = Rand(2) == 0;
-  if (new_cache) cache_.reset();
+  if (new_cache) {
+    Accumulate(cache_->Stats());
+    cache_.reset();
+  }
   dev_->Restart();
   ASSERT_TRUE(dev_->Flush().ok());  // what survived is the new baseline
   std::vector<char>& dev = dev_buf_;
@@ -349,10 +404,25 @@ void CacheModel::OpCrash() {
   Open(new_cache);
 }
 
+void CacheModel::ExpectFsync(const Status& s, StatusCode want, const char* who) {
+  if (want == StatusCode::kOk) {
+    ASSERT_TRUE(s.ok()) << who << ": " << s.ToString();
+  } else {
+    ASSERT_EQ(s.code(), want) << who << " should report the unseen writeback error: "
+                              << s.ToString();
+  }
+}
+
 void CacheModel::OpFsync() {
   MODEL_TRACE("fsync\n");
+  CheckDirtyBytes("the ops before an fsync");
+  if (::testing::Test::HasFatalFailure()) return;
   Status s = as_->Fsync();
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  ExpectFsync(s, errseq_.Check(&errseq_.builtin()), "the cursorless fsync");
+  if (::testing::Test::HasFatalFailure()) return;
+  // Every dirty page was written (a failed one is not redirtied): nothing is dirty now.
+  ASSERT_EQ(cache_->Stats().dirty_bytes, 0u) << "dirty bytes left after an fsync";
+  written_.Clear();
   history_.clear();
   tracking_ = Rand(4) == 0;
   dev_->SetCrashTracking(tracking_);
@@ -398,9 +468,14 @@ void CacheModel::WideOp() {
   } else if (r < 980) {
     OpPolicy();
   } else {
-    // The expensive ones (whole-device checks), rarer still.
-    if (Rand(100) < 25) {
+    // The expensive ones (whole-device checks, injected errors), rarer still.
+    const uint64_t q = Rand(100);
+    if (q < 25) {
       ExpensiveOp();
+    } else if (q < 30) {
+      OpWriteError();
+    } else if (q < 45) {
+      OpHandle();
     } else {
       OpRead(Rand(size_ + 1), RandomLen());
     }
@@ -427,8 +502,12 @@ void CacheModel::HotOp() {
     OpFsync();
   } else if (r < 99900) {
     OpAdvise();
-  } else if (r < 99960) {
+  } else if (r < 99940) {
     OpPolicy();
+  } else if (r < 99956) {
+    OpHandle();
+  } else if (r < 99960) {
+    OpWriteError();
   } else if (r < 99995) {
     // The hot window moves: the old one is evicted and written back as the new one fills.
     hot_base_ = Rand(p_.device_bytes - hot_bytes_ + 1) & ~(kPageBytes - 1);
@@ -436,6 +515,56 @@ void CacheModel::HotOp() {
   } else {
     ExpensiveOp();
   }
+}
+
+void CacheModel::OpWriteError() {
+  // Everything on the device first, so that only this op's pages can fail while armed.
+  OpFsync();
+  if (::testing::Test::HasFatalFailure()) return;
+  const uint64_t len = (1 + Rand(16)) * kPageBytes;
+  const uint64_t pos = RandomPos(len) & ~(kPageBytes - 1);
+  const bool nospace = Rand(2) == 0;
+  const StatusCode code = nospace ? StatusCode::kNoSpace : StatusCode::kIOError;
+  MODEL_TRACE("write error %s: %lu at %lu\n", nospace ? "ENOSPC" : "EIO", len, pos);
+  const WritebackErrorState before = as_->writeback_errors();
+  dev_->SetInjectedErrno(nospace ? ENOSPC : EIO);
+  dev_->FailRange(pos, len, /*reads=*/false, /*writes=*/true);
+  WriteAt(pos, len);
+  if (::testing::Test::HasFatalFailure()) return;
+  // By the end of this pass the pages were written (here, by reclaim or by the flusher), so
+  // the error is certain; the pass itself reports to nobody.
+  (void)as_->WriteBack();
+  errseq_.Record(code);
+  const WritebackErrorState after = as_->writeback_errors();
+  ASSERT_GE(after.errors, before.errors + 1);
+  ASSERT_GE(after.unwritten_bytes, before.unwritten_bytes + len);
+  ASSERT_EQ(after.latest.code(), code) << after.latest.ToString();
+  dev_->ClearFailures();
+  // The data is only in the cache (or lost, if evicted): write it again whole.
+  WriteAt(pos, len);
+  if (::testing::Test::HasFatalFailure()) return;
+  ASSERT_LE(as_->writeback_errors().unwritten_bytes, before.unwritten_bytes + len);
+  ++error_ops_;
+}
+
+void CacheModel::OpHandle() {
+  std::vector<cache_test::ErrseqReference::Handle>& hs = errseq_.handles();
+  const uint64_t r = Rand(10);
+  if (hs.empty() || (r < 3 && hs.size() < 8)) {
+    MODEL_TRACE("open handle %zu\n", hs.size());
+    hs.push_back(errseq_.Open(as_->SampleWritebackError()));
+    return;
+  }
+  const size_t i = Rand(hs.size());
+  if (r < 5) {
+    MODEL_TRACE("close handle %zu\n", i);
+    hs.erase(hs.begin() + static_cast<ptrdiff_t>(i));
+    return;
+  }
+  MODEL_TRACE("fsync handle %zu\n", i);
+  Status s = as_->Fsync(&hs[i].cursor);
+  ExpectFsync(s, errseq_.Check(&hs[i]), "a handle's fsync");
+  ++handle_fsyncs_;
 }
 
 void CacheModel::OpPolicy() {
@@ -487,6 +616,42 @@ void CacheModel::Run(uint64_t ops) {
   }
   Status inv = cache_->arena()->CheckInvariants();
   EXPECT_TRUE(inv.ok()) << inv.ToString();
+  Accumulate(s);
+  CheckCoverage();
+}
+
+void CacheModel::CheckDirtyBytes(const char* after) {
+  const uint64_t dirty = cache_->Stats().dirty_bytes;
+  ASSERT_LE(dirty, written_.pages() * kPageBytes)
+      << "after " << after << ": " << dirty << " dirty bytes, but only " << written_.pages()
+      << " pages were written since the last fsync (whole folios dirtied?)";
+}
+
+void CacheModel::Accumulate(const PageCacheStats& s) {
+  for (int o = 1; o < kNumOrders; ++o) {
+    seen_.large_allocs += s.orders[o].allocs;
+    seen_.splits += s.orders[o].splits;
+    seen_.collapses += s.orders[o].collapses;
+  }
+  seen_.pages_not_read += s.write_pages_not_read;
+  seen_.evictions += s.evictions;
+  seen_.evicted_dirty += s.evicted_dirty;
+  seen_.partial_fills += s.partial_read_fills;
+}
+
+void CacheModel::CheckCoverage() {
+  // Every mix changes the policy now and then, so even the 4k runs see large folios.
+  EXPECT_GT(seen_.large_allocs, 0u) << "no large folio was ever created";
+  EXPECT_GT(seen_.splits, 0u) << "no large folio was ever split";
+  EXPECT_GT(seen_.collapses, 0u) << "no small folios were ever collapsed";
+  EXPECT_GT(seen_.pages_not_read, 0u) << "no write left pages of a large folio unread";
+  EXPECT_GT(seen_.partial_fills, 0u) << "nobody read a partly up-to-date folio";
+  EXPECT_GT(seen_.evictions, 0u) << "reclaim never evicted a folio";
+  if (ReclaimWritesBack()) {
+    EXPECT_GT(seen_.evicted_dirty, 0u) << "reclaim never had to write back a dirty folio";
+  }
+  EXPECT_GT(error_ops_, 0u) << "no writeback error was injected";
+  EXPECT_GT(handle_fsyncs_, 0u) << "no handle fsynced";
 }
 
 class CacheModelTest : public ::testing::TestWithParam<ModelParams> {};

@@ -1,12 +1,15 @@
-// Test helpers for the page cache: a cache over a fault device over a memory device, and
-// deterministic data patterns.
+// Test helpers for the page cache: a cache over a fault device over a memory device, a device
+// whose writes can be held back (GateDevice), and deterministic data patterns.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -76,5 +79,57 @@ inline std::vector<char> Pattern(uint64_t seed, uint64_t pos, size_t len) {
   for (size_t i = 0; i < len; ++i) v[i] = PatternByte(seed, pos + i);
   return v;
 }
+
+// A device whose writes block in Submit while its gate is closed: a writeback stays in flight
+// for as long as the test wants, without any timing.
+class GateDevice final : public BlockDevice {
+ public:
+  explicit GateDevice(BlockDevice* inner) : inner_(inner) {}
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = false;
+  }
+  void Open() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  void WaitForBlockedWrite() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return blocked_ > 0; });
+  }
+
+  std::string name() const override { return "gate(" + inner_->name() + ")"; }
+  uint32_t logical_block_bytes() const override { return inner_->logical_block_bytes(); }
+  uint64_t size_bytes() const override { return inner_->size_bytes(); }
+  uint32_t queue_depth() const override { return inner_->queue_depth(); }
+  uint64_t max_request_bytes() const override { return inner_->max_request_bytes(); }
+  bool supports_trim() const override { return inner_->supports_trim(); }
+  Status Submit(std::span<IoRequest* const> batch) override {
+    bool writes = false;
+    for (const IoRequest* r : batch) writes = writes || r->op == IoOp::kWrite;
+    if (writes) {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++blocked_;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return open_; });
+      --blocked_;
+    }
+    return inner_->Submit(batch);
+  }
+  Result<size_t> Poll(size_t min_complete) override { return inner_->Poll(min_complete); }
+  size_t InFlight() const override { return inner_->InFlight(); }
+  DeviceStatsSnapshot stats() const override { return inner_->stats(); }
+  void ResetStats() override { inner_->ResetStats(); }
+
+ private:
+  BlockDevice* const inner_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = true;  // GUARDED_BY(mu_)
+  int blocked_ = 0;   // GUARDED_BY(mu_)
+};
 
 }  // namespace folio::cache_test

@@ -37,7 +37,7 @@ std::vector<char> ReadOk(AddressSpace* as, uint64_t pos, size_t len) {
 TEST(CacheEvictionTest, CleanFoliosGoBeforeDirtyOnes) {
   CacheEnv env;
   PageCacheOptions o = SmallCacheOptions(4 * kMiB, "dynamic");
-  o.dirty_bytes_max = 3 * kMiB;
+  o.dirty_bytes = 3 * kMiB;
   MakeEnv(&env, 32 * kMiB, o);
   std::vector<char> d = Pattern(41, 0, kMiB);
   WriteOk(env.as.get(), 0, d);
@@ -61,7 +61,7 @@ TEST(CacheEvictionTest, CleanFoliosGoBeforeDirtyOnes) {
 TEST(CacheEvictionTest, AllDirtyMeansWriteBackThenEvict) {
   CacheEnv env;
   PageCacheOptions o = SmallCacheOptions(4 * kMiB, "4k");
-  o.dirty_bytes_max = 64 * kMiB;  // no throttling: reclaim has to write back
+  o.dirty_bytes = 64 * kMiB;  // no throttling: reclaim has to write back
   MakeEnv(&env, 32 * kMiB, o);
   for (uint64_t pos = 0; pos < 8 * kMiB; pos += 16 * kKiB) {
     WriteOk(env.as.get(), pos, Pattern(42, pos, 16 * kKiB));
@@ -109,7 +109,8 @@ TEST(CacheWritebackTest, BackgroundWritebackErrorsReachTheNextFsync) {
   CacheEnv env;
   PageCacheOptions o = SmallCacheOptions(8 * kMiB, "dynamic");
   o.writeback_threads = 1;
-  o.writeback_interval_ms = 5;
+  o.dirty_writeback_ms = 5;
+  o.dirty_expire_ms = 1;
   MakeEnv(&env, 16 * kMiB, o);
   env.device->FailRange(0, 4096, false, true);
   WriteOk(env.as.get(), 0, Pattern(53, 0, 4096));
@@ -125,7 +126,8 @@ TEST(CacheThrottleTest, DirtyBytesStayBounded) {
   CacheEnv env;
   PageCacheOptions o = SmallCacheOptions(8 * kMiB, "dynamic");
   o.writeback_threads = 1;
-  o.dirty_bytes_max = 256 * kKiB;
+  o.dirty_background_bytes = 64 * kKiB;
+  o.dirty_bytes = 256 * kKiB;
   MakeEnv(&env, 32 * kMiB, o);
   LatencyModel slow;
   slow.kind = LatencyModel::Kind::kFixed;

@@ -44,6 +44,13 @@ void CacheCounters::Snapshot(PageCacheStats* out) const {
   out->writeback_request_bytes = writeback_request_bytes.Snapshot();
   out->dirty_bytes = load(dirty_bytes);
   out->throttled_writes = load(throttled_writes);
+  out->throttled_ns = load(throttled_ns);
+  out->writeback_expired_passes = load(writeback_expired_passes);
+  out->writeback_background_chunks = load(writeback_background_chunks);
+  out->writeback_waits = load(writeback_waits);
+  out->write_pages_not_read = load(write_pages_not_read);
+  out->fill_read_requests = load(fill_read_requests);
+  out->partial_read_fills = load(partial_read_fills);
 }
 
 }  // namespace folio::cache

@@ -41,6 +41,13 @@ class CacheCounters {
   Counter writeback_requests{0};
   Counter writeback_bytes{0};
   Counter throttled_writes{0};
+  Counter throttled_ns{0};
+  Counter writeback_expired_passes{0};
+  Counter writeback_background_chunks{0};
+  Counter writeback_waits{0};
+  Counter write_pages_not_read{0};
+  Counter fill_read_requests{0};
+  Counter partial_read_fills{0};
   Counter dirty_bytes{0};
   Histogram writeback_request_bytes;
 

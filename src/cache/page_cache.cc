@@ -30,6 +30,7 @@ Result<std::unique_ptr<PageCache>> PageCacheImpl::Create(const PageCacheOptions&
     return Status::InvalidArgument(fmt::format(
         "page cache writeback threads {}: must be 0..64", options.writeback_threads));
   }
+  FOLIO_RETURN_IF_ERROR(CheckWritebackOptions(options));
   ArenaOptions ao;
   ao.capacity_bytes = options.memory_bytes;
   ao.backing = options.backing;
@@ -40,9 +41,9 @@ Result<std::unique_ptr<PageCache>> PageCacheImpl::Create(const PageCacheOptions&
 }
 
 PageCacheImpl::PageCacheImpl(const PageCacheOptions& options, std::unique_ptr<FolioArena> arena)
-    : options_(options), arena_(std::move(arena)) {
+    : options_(options), arena_(std::move(arena)), page_state_(arena_->frame_count()) {
   const uint64_t capacity = arena_->capacity_bytes();
-  dirty_bytes_max_ = options_.dirty_bytes_max != 0 ? options_.dirty_bytes_max : capacity / 4;
+  SetDirtyThresholds(capacity);
   const uint64_t ra_bytes = std::min<uint64_t>(options_.readahead_max_bytes, capacity / 8);
   readahead_max_pages_ = std::max<uint64_t>(4, ra_bytes >> kPageShift);
   zero_buffer_.reset(static_cast<char*>(std::aligned_alloc(kPageBytes, kZeroBufferBytes)));
@@ -59,6 +60,7 @@ PageCacheImpl::~PageCacheImpl() {
   {
     std::lock_guard<std::mutex> lock(bg_mu_);
     stop_ = true;
+    stopping_.store(true, std::memory_order_relaxed);
   }
   bg_cv_.notify_all();
   for (std::thread& t : wb_threads_) t.join();
@@ -105,6 +107,9 @@ PageCacheStats PageCacheImpl::Stats() const {
   PageCacheStats s;
   counters_.Snapshot(&s);
   s.memory_bytes = arena_->capacity_bytes();
+  s.dirty_background_bytes = dirty_background_bytes_;
+  s.dirty_limit_bytes = dirty_limit_bytes_;
+  s.writeback_bytes_per_s = wb_bandwidth_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -144,69 +149,9 @@ size_t PageCacheImpl::ScanCollapseOnce() {
   return n;
 }
 
-void PageCacheImpl::AccountDirty(int64_t delta_bytes) {
-  const uint64_t now = counters_.dirty_bytes.fetch_add(static_cast<uint64_t>(delta_bytes),
-                                                       std::memory_order_relaxed) +
-                       static_cast<uint64_t>(delta_bytes);
-  if (delta_bytes > 0 && now > dirty_bytes_max_ / 2 && !wb_threads_.empty() &&
-      !wb_kick_pending_.exchange(true, std::memory_order_relaxed)) {
-    KickWriteback();
-  }
-}
-
-void PageCacheImpl::KickWriteback() {
-  {
-    std::lock_guard<std::mutex> lock(bg_mu_);
-    wb_kicked_ = true;
-  }
-  bg_cv_.notify_all();
-}
-
-void PageCacheImpl::NotifyWritebackProgress() {
-  { std::lock_guard<std::mutex> lock(throttle_mu_); }
-  throttle_cv_.notify_all();
-}
-
-void PageCacheImpl::ThrottleWriter(AddressSpaceImpl* as) {
-  auto over = [&] {
-    return counters_.dirty_bytes.load(std::memory_order_relaxed) > dirty_bytes_max_;
-  };
-  if (!over()) return;
-  CacheCounters::Add(counters_.throttled_writes);
-  if (wb_threads_.empty()) {
-    // No writeback thread: the writer pays for writeback itself, its own file first.
-    (void)as->WritebackRange(0, as->device_pages());
-    if (over()) (void)SyncAll();
-    return;
-  }
-  while (over()) {
-    KickWriteback();
-    std::unique_lock<std::mutex> lock(throttle_mu_);
-    throttle_cv_.wait_for(lock, std::chrono::milliseconds(10), [&] { return !over(); });
-  }
-}
-
-void PageCacheImpl::WritebackThread() {
-  const auto interval = std::chrono::milliseconds(std::max<uint64_t>(1, options_.writeback_interval_ms));
-  std::unique_lock<std::mutex> lock(bg_mu_);
-  while (!stop_) {
-    bg_cv_.wait_for(lock, interval, [&] { return stop_ || wb_kicked_; });
-    if (stop_) break;
-    wb_kicked_ = false;
-    wb_kick_pending_.store(false, std::memory_order_relaxed);
-    lock.unlock();
-    for (AddressSpaceImpl* as : PinAll()) {
-      if (as->HasWritebackWork()) (void)as->WritebackRange(0, as->device_pages());
-      as->Unpin();
-    }
-    NotifyWritebackProgress();
-    lock.lock();
-  }
-}
-
 void PageCacheImpl::CollapseThread() {
   const auto interval =
-      std::chrono::milliseconds(std::max<uint64_t>(10, options_.writeback_interval_ms));
+      std::chrono::milliseconds(std::max<uint64_t>(1, options_.collapse_interval_ms));
   std::unique_lock<std::mutex> lock(bg_mu_);
   while (!stop_) {
     bg_cv_.wait_for(lock, interval, [&] { return stop_; });

@@ -2,7 +2,9 @@
 //
 // Hit: lookup (two loads), TryGet, sequence-locked copy, referenced bit (tested first), Put:
 // no lock, no allocation, no syscall. Miss: one readahead decision under the mapping mutex,
-// folios allocated outside it, inserted locked, one batch of device reads, completion.
+// folios allocated outside it, inserted locked, one batch of device reads, completion. A
+// folio that a write left partly up to date is a hit for its up-to-date pages (their bits,
+// page_state.h); a read of its other pages reads just those, under the folio lock.
 #include <algorithm>
 #include <cstring>
 
@@ -42,19 +44,29 @@ Result<size_t> AddressSpaceImpl::Read(uint64_t pos, std::span<char> out) {
       continue;
     }
     const uint32_t flags = f->flags.load(std::memory_order_acquire);
-    if (!(flags & kFolioUptodate)) [[unlikely]] {
-      cache_->PutFolio(f);
-      if (flags & kFolioLocked) {
-        WaitFolioClear(f, kFolioLocked);  // its read is in flight
-      } else {
-        RemoveStale(idx);  // a failed read: read it again ourselves
-      }
-      continue;
-    }
     const int order = f->order;
     const uint64_t folio_index = f->index.load(std::memory_order_relaxed);
     const uint64_t off = p - (folio_index << kPageShift);
     const uint64_t c = std::min(n - done, OrderBytes(order) - off);
+    if (!(flags & kFolioUptodate)) [[unlikely]] {
+      // Partly up to date (a write left pages unread), being read, or a failed read.
+      const uint32_t pa = static_cast<uint32_t>(off >> kPageShift);
+      const uint32_t pn = static_cast<uint32_t>(((off + c + kPageBytes - 1) >> kPageShift) - pa);
+      if (flags & kFolioError) {
+        cache_->PutFolio(f);
+        RemoveStale(idx);  // a failed read: read it again ourselves
+        continue;
+      }
+      if (!cache_->pages().uptodate.All(f->frame + pa, pn)) {
+        cache_->PutFolio(f);
+        if (flags & kFolioLocked) {
+          WaitFolioClear(f, kFolioLocked);  // its read (or a write) is in flight
+        } else {
+          FOLIO_RETURN_IF_ERROR(FillForRead(idx, last_page));
+        }
+        continue;
+      }
+    }
     CopyFromFolio(f, cache_->Data(f) + off, out.data() + done, c);
     if (!(flags & kFolioReferenced)) f->SetFlag(kFolioReferenced);
     bool marked = false;
@@ -155,6 +167,34 @@ Status AddressSpaceImpl::ReadMiss(uint64_t index, uint64_t req_pages) {
     RemoveLocked(f);
   }
   return first_error;
+}
+
+Status AddressSpaceImpl::FillForRead(uint64_t index, uint64_t last_page) {
+  Folio* f = LockFolioAt(index);
+  if (f == nullptr) return Status::OK();  // gone meanwhile: the caller looks again
+  Status s;
+  const uint32_t flags = f->flags.load(std::memory_order_acquire);
+  if (!(flags & (kFolioUptodate | kFolioError))) {
+    const uint64_t fi = f->index.load(std::memory_order_relaxed);
+    const uint32_t nr = static_cast<uint32_t>(f->nr_pages());
+    const uint32_t a = static_cast<uint32_t>(index - fi);
+    const uint32_t b = static_cast<uint32_t>(std::min<uint64_t>(fi + nr, last_page + 1) - fi);
+    const PageMask uptodate = cache_->pages().uptodate.Get(f->frame, nr);
+    PageMask need;
+    for (uint32_t i = a; i < b; ++i) {
+      if (!uptodate.Test(i)) need.Set(i);
+    }
+    const PageFill fill{f, need};
+    // The pages lie below the size (the caller read it): only zero ranges read as zeros.
+    s = FillPages({&fill, 1}, ~uint64_t{0}, ZeroOverlaps(fi, fi + nr));
+    if (s.ok()) {
+      CacheCounters::Add(cache_->counters().partial_read_fills);
+      need.ForEachRun(nr, [&](uint32_t first, uint32_t n) { MarkUptodateLocked(f, first, n); });
+    }
+  }
+  UnlockFolio(f);
+  cache_->PutFolio(f);
+  return s;
 }
 
 void AddressSpaceImpl::AsyncReadahead(uint64_t folio_index, uint64_t folio_pages,

@@ -83,6 +83,10 @@ void PageCacheImpl::FreeFolio(Folio* f) {
     FOLIO_CHECK_MSG(!as->IndexHolds(f), "page cache: freeing a folio still in the index");
   }
 #endif
+  const uint32_t nr = static_cast<uint32_t>(f->nr_pages());
+  FOLIO_DCHECK(!page_state_.dirty.Any(f->frame, nr) && !page_state_.writeback.Any(f->frame, nr));
+  // Evicted or invalidated in error: the data is gone (it stays counted as unwritten).
+  if (f->TestFlag(kFolioWbError)) page_state_.error.Clear(f->frame, nr);
   f->owner.store(nullptr, std::memory_order_release);
   ClearFlagsAndWake(f, ~0u);
   arena_->Free(f);

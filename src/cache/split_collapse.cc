@@ -4,7 +4,8 @@
 // Split (partial invalidation / truncation): the caller holds the folio lock and mu_; we wait
 // for transient references (lock-free readers mid-copy) to drop, freeze the folio
 // (refcount 2 -> 0), let the arena relabel the frames, point the upper half's slots at the
-// new head, and thaw both halves. Each half keeps the uptodate / dirty / error state.
+// new head, and thaw both halves. The per-page bits stay with their frames, so each half keeps
+// exactly its pages' dirty / uptodate / error state; its flags are recomputed from them.
 //
 // Collapse (Advise(kCollapse), the background scanner): 2^k adjacent clean, up-to-date,
 // unshared folios of smaller orders covering an aligned block are frozen (refcount 1 -> 0,
@@ -48,12 +49,29 @@ Folio* AddressSpaceImpl::SplitLocked(Folio* f) {
   const uint64_t index = f->index.load(std::memory_order_relaxed);
   Folio* upper = cache_->arena()->Split(f);
   const uint64_t upper_index = index + OrderPages(order - 1);
+  // Page bits stay with their frames; each half's summary flags are recomputed from them.
   const uint32_t flags = f->flags.load(std::memory_order_relaxed) & kSplitKeptFlags;
-  upper->flags.store(flags, std::memory_order_relaxed);
+  const uint32_t half = static_cast<uint32_t>(OrderPages(order - 1));
+  PageState& ps = cache_->pages();
+  auto half_flags = [&](const Folio* h) {
+    uint32_t v = flags & ~(kFolioDirty | kFolioWbError | kFolioUptodate);
+    if ((flags & kFolioDirty) && ps.dirty.Any(h->frame, half)) v |= kFolioDirty;
+    if ((flags & kFolioWbError) && ps.error.Any(h->frame, half)) v |= kFolioWbError;
+    if ((flags & kFolioUptodate) || ps.uptodate.All(h->frame, half)) v |= kFolioUptodate;
+    return v;
+  };
+  const uint32_t upper_flags = half_flags(upper);
+  // f is frozen and locked, but waiters may still be setting kFolioWaiters: change only bits.
+  const uint32_t lower_flags = half_flags(f);
+  constexpr uint32_t kRecomputed = kFolioDirty | kFolioWbError | kFolioUptodate;
+  f->flags.fetch_and(~(kRecomputed & ~lower_flags), std::memory_order_acq_rel);
+  f->flags.fetch_or(lower_flags & kRecomputed, std::memory_order_acq_rel);
+  if ((flags & kFolioDirty) && !(lower_flags & kFolioDirty)) index_.ClearDirty(index);
+  upper->flags.store(upper_flags, std::memory_order_relaxed);
   upper->owner.store(this, std::memory_order_relaxed);
   upper->index.store(upper_index, std::memory_order_relaxed);
   index_.Store(upper_index, order - 1, upper);
-  if (flags & kFolioDirty) index_.SetDirty(upper_index);
+  if (upper_flags & kFolioDirty) index_.SetDirty(upper_index);
   CacheCounters& c = cache_->counters();
   CacheCounters::Sub(c.resident[order]);
   CacheCounters::Add(c.resident[order - 1], 2);

@@ -1,11 +1,13 @@
 // AddressSpaceImpl: the write path, zero ranges and Truncate.
 //
-// A write walks its range folio by folio. A cached folio is locked (which also waits for its
-// writeback: stable pages), modified under its sequence lock and marked dirty. An uncached run
-// gets new folios in one go (order from the policy: dynamic takes the largest order that the
-// write's alignment and length cover; 4k order 0; fixed the fixed order), which are brought to
-// their old content only where the write does not cover them (device reads below the old size,
-// zeros above it or in zero ranges), then filled, marked up to date and dirty.
+// A write walks its range folio by folio. A cached folio is locked, modified under its sequence
+// lock and its written pages marked dirty; when one of those pages is under writeback the
+// writer waits for that write (stable pages; the folio's other pages take writes meanwhile).
+// An uncached run gets new folios in one go (order from the policy: dynamic takes the largest
+// order that the write's alignment and length cover; 4k order 0; fixed the fixed order). Only
+// pages the write covers in part are brought to their old content first (a device read below
+// the old size, zeros above it or in zero ranges); pages it does not touch stay unread (not up
+// to date) until someone reads them, and only written pages become dirty.
 #include <algorithm>
 #include <cstring>
 
@@ -41,7 +43,7 @@ Result<size_t> AddressSpaceImpl::Write(uint64_t pos, std::span<const char> in) {
         "{}: write of {} bytes at pos {} ends past the end of {} ({} bytes)", name_, len, pos,
         device_->name(), device_bytes));
   }
-  cache_->ThrottleWriter(this);
+  cache_->ThrottleWriter(this, len);
   for (;;) {
     if (pos > size()) {
       // The write leaves a gap after the current end of file: it must read as zeros.
@@ -72,8 +74,8 @@ Status AddressSpaceImpl::WriteData(uint64_t pos, const char* src, uint64_t len,
   CacheCounters& counters = cache_->counters();
   uint64_t done = 0;
   while (done < len) {
-    if (counters.dirty_bytes.load(std::memory_order_relaxed) > cache_->dirty_bytes_max()) {
-      cache_->ThrottleWriter(this);
+    if (counters.dirty_bytes.load(std::memory_order_relaxed) > cache_->dirty_limit_bytes()) {
+      cache_->ThrottleWriter(this, 0);  // a long write crossed the limit: wait
     }
     const uint64_t p = pos + done;
     const uint64_t idx = p >> kPageShift;
@@ -94,15 +96,36 @@ Status AddressSpaceImpl::WriteData(uint64_t pos, const char* src, uint64_t len,
       cache_->PutFolio(f);
       continue;
     }
-    if (!f->TestFlag(kFolioUptodate)) {
+    const uint32_t flags = f->flags.load(std::memory_order_acquire);
+    if (!(flags & kFolioUptodate) && (flags & kFolioError)) {
       RemoveLocked(f);  // a failed read left it behind
       continue;
     }
-    FOLIO_DCHECK(!f->TestFlag(kFolioWriteback));  // writeback holds the folio lock
     const uint64_t off = p - (f->index.load(std::memory_order_relaxed) << kPageShift);
     const uint64_t c = std::min(len - done, f->bytes() - off);
+    const uint32_t pa = static_cast<uint32_t>(off >> kPageShift);
+    const uint32_t pn = static_cast<uint32_t>(((off + c + kPageBytes - 1) >> kPageShift) - pa);
+    if ((flags & kFolioWriteback) && cache_->pages().writeback.Any(f->frame + pa, pn)) {
+      // Stable pages: these pages are on their way to the device. Wait for that write only;
+      // pages of the folio that are not being written take writes meanwhile.
+      CacheCounters::Add(counters.writeback_waits);
+      UnlockFolio(f);
+      cache_->PutFolio(f);
+      WaitFolioClear(f, kFolioWriteback);
+      continue;
+    }
+    if (!(flags & kFolioUptodate)) {
+      // Partly up to date: bring only the pages this write covers in part to their content.
+      Status fill = FillPartialPagesLocked(f, p, p + c, old_size);
+      if (!fill.ok()) {
+        UnlockFolio(f);
+        cache_->PutFolio(f);
+        return fill;
+      }
+    }
     CopyIntoFolio(f, cache_->Data(f) + off, s, c);
-    MarkDirtyLocked(f);
+    if (!(flags & kFolioUptodate)) MarkUptodateLocked(f, pa, pn);
+    MarkDirtyLocked(f, pa, pn);
     UnlockFolio(f);
     cache_->PutFolio(f);
     done += c;
@@ -151,7 +174,8 @@ Result<uint64_t> AddressSpaceImpl::WriteNew(uint64_t pos, const char* src, uint6
   std::vector<Folio*> folios;
   std::vector<PageRange> zero;
   FOLIO_RETURN_IF_ERROR(InsertNew(&plan, AllocMode::kMayReclaim, ~uint64_t{0}, &zero, &folios));
-  Status s = FillForWrite(folios, pos, end, old_size, zero);
+  std::vector<PageMask> valid(folios.size());
+  Status s = FillForWrite(folios, pos, end, old_size, zero, valid.data());
   if (!s.ok()) {
     for (Folio* f : folios) {
       f->SetFlag(kFolioError);
@@ -160,10 +184,12 @@ Result<uint64_t> AddressSpaceImpl::WriteNew(uint64_t pos, const char* src, uint6
     return s;
   }
   uint64_t covered_end = pos;  // [pos, covered_end) is now written
-  for (Folio* f : folios) {
+  for (size_t i = 0; i < folios.size(); ++i) {
+    Folio* f = folios[i];
     const uint64_t fs = f->index.load(std::memory_order_relaxed) << kPageShift;
     const uint64_t fe = fs + f->bytes();
     const uint64_t a = std::max(pos, fs), b = std::min(end, fe);
+    uint32_t pa = 0, pn = 0;
     if (a < b) {
       char* dst = cache_->Data(f) + (a - fs);
       if (src != nullptr) {
@@ -171,10 +197,23 @@ Result<uint64_t> AddressSpaceImpl::WriteNew(uint64_t pos, const char* src, uint6
       } else {
         std::memset(dst, 0, b - a);
       }
+      pa = static_cast<uint32_t>((a - fs) >> kPageShift);
+      pn = static_cast<uint32_t>(((b - fs + kPageBytes - 1) >> kPageShift) - pa);
+      valid[i].SetRange(pa, pn);
     }
     if (fs <= covered_end && covered_end < fe) covered_end = std::min(end, fe);
-    f->SetFlag(kFolioUptodate);
-    MarkDirtyLocked(f);
+    if (valid[i].Count() == f->nr_pages()) {
+      f->SetFlag(kFolioUptodate);
+    } else {
+      // Pages nobody asked for stay unread: the first reader of one reads it (fixed folios
+      // larger than the write).
+      CacheCounters::Add(cache_->counters().write_pages_not_read,
+                         f->nr_pages() - valid[i].Count());
+      PageState& ps = cache_->pages();
+      ps.uptodate.Clear(f->frame, static_cast<uint32_t>(f->nr_pages()));
+      ps.uptodate.SetMask(f->frame, static_cast<uint32_t>(f->nr_pages()), valid[i]);
+    }
+    if (pn > 0) MarkDirtyLocked(f, pa, pn);
     UnlockFolio(f);
     cache_->PutFolio(f);
   }
@@ -182,32 +221,74 @@ Result<uint64_t> AddressSpaceImpl::WriteNew(uint64_t pos, const char* src, uint6
 }
 
 Status AddressSpaceImpl::FillForWrite(std::span<Folio* const> folios, uint64_t pos, uint64_t end,
-                                      uint64_t old_size, const std::vector<PageRange>& zero) {
+                                      uint64_t old_size, const std::vector<PageRange>& zero,
+                                      PageMask* valid) {
+  std::vector<PageFill> fills;
+  for (size_t i = 0; i < folios.size(); ++i) {
+    Folio* f = folios[i];
+    const uint64_t fi = f->index.load(std::memory_order_relaxed);
+    PageMask need;
+    for (uint64_t pg = fi; pg < fi + f->nr_pages(); ++pg) {
+      const uint64_t ps = pg << kPageShift;
+      const uint32_t rel = static_cast<uint32_t>(pg - fi);
+      if (ps >= pos && ps + kPageBytes <= end) continue;  // overwritten whole
+      const bool touched = ps < end && ps + kPageBytes > pos;
+      if (!touched && ps < old_size && !InZero(zero, pg)) continue;  // read when first read
+      need.Set(rel);
+      valid[i].Set(rel);
+    }
+    if (!need.Empty()) fills.push_back({f, need});
+  }
+  return FillPages(fills, old_size, zero);
+}
+
+Status AddressSpaceImpl::FillPartialPagesLocked(Folio* f, uint64_t from, uint64_t to,
+                                                uint64_t old_size) {
+  const uint64_t fi = f->index.load(std::memory_order_relaxed);
+  const uint32_t nr = static_cast<uint32_t>(f->nr_pages());
+  const PageMask uptodate = cache_->pages().uptodate.Get(f->frame, nr);
+  PageMask need;
+  // Only the first and last pages can be covered in part.
+  for (uint64_t pg : {from >> kPageShift, (to - 1) >> kPageShift}) {
+    const uint64_t ps = pg << kPageShift;
+    const uint32_t rel = static_cast<uint32_t>(pg - fi);
+    if (uptodate.Test(rel) || (ps >= from && ps + kPageBytes <= to)) continue;
+    need.Set(rel);
+  }
+  if (need.Empty()) return Status::OK();
+  const PageFill fill{f, need};
+  FOLIO_RETURN_IF_ERROR(FillPages({&fill, 1}, old_size, ZeroOverlaps(fi, fi + nr)));
+  need.ForEachRun(nr, [&](uint32_t a, uint32_t n) { MarkUptodateLocked(f, a, n); });
+  return Status::OK();
+}
+
+Status AddressSpaceImpl::FillPages(std::span<const PageFill> fills, uint64_t old_size,
+                                   const std::vector<PageRange>& zero) {
   struct Run {
-    Folio* folio;
     char* buf;
     uint64_t page;
     uint64_t pages;
   };
   std::vector<Run> runs;
-  for (Folio* f : folios) {
+  for (const PageFill& fill : fills) {
+    Folio* f = fill.folio;
     const uint64_t fi = f->index.load(std::memory_order_relaxed);
-    for (uint64_t pg = fi; pg < fi + f->nr_pages(); ++pg) {
-      const uint64_t ps = pg << kPageShift;
-      char* d = cache_->Data(f) + ((pg - fi) << kPageShift);
-      if (ps >= pos && ps + kPageBytes <= end) continue;  // overwritten whole
-      if (ps >= old_size || InZero(zero, pg)) {
-        std::memset(d, 0, kPageBytes);
-        continue;
+    fill.pages.ForEachRun(static_cast<uint32_t>(f->nr_pages()), [&](uint32_t a, uint32_t n) {
+      for (uint64_t pg = fi + a; pg < fi + a + n; ++pg) {
+        char* d = cache_->Data(f) + ((pg - fi) << kPageShift);
+        if ((pg << kPageShift) >= old_size || InZero(zero, pg)) {
+          std::memset(d, 0, kPageBytes);
+        } else if (!runs.empty() && runs.back().page + runs.back().pages == pg &&
+                   runs.back().buf + (runs.back().pages << kPageShift) == d) {
+          ++runs.back().pages;
+        } else {
+          runs.push_back({d, pg, 1});
+        }
       }
-      if (!runs.empty() && runs.back().folio == f && runs.back().page + runs.back().pages == pg) {
-        ++runs.back().pages;
-      } else {
-        runs.push_back({f, d, pg, 1});
-      }
-    }
+    });
   }
   if (runs.empty()) return Status::OK();
+  CacheCounters::Add(cache_->counters().fill_read_requests, runs.size());
   auto reqs = std::make_unique<IoRequest[]>(runs.size());
   for (size_t i = 0; i < runs.size(); ++i) {
     reqs[i].Reset(IoOp::kRead, runs[i].page << kPageShift, runs[i].pages << kPageShift,
@@ -216,22 +297,37 @@ Status AddressSpaceImpl::FillForWrite(std::span<Folio* const> folios, uint64_t p
   RunRequests(device_, std::span<IoRequest>(reqs.get(), runs.size()));
   for (size_t i = 0; i < runs.size(); ++i) {
     if (!reqs[i].status.ok()) {
-      return Status::IOError(fmt::format(
-          "{}: read of {} bytes at pos {} (the rest of a partially written folio) failed: {}",
-          device_->name(), runs[i].pages << kPageShift, runs[i].page << kPageShift,
-          reqs[i].status.ToString()));
+      return reqs[i].status.WithContext(fmt::format(
+          "{}: read of {} bytes at pos {} (the rest of a partly written page)", device_->name(),
+          runs[i].pages << kPageShift, runs[i].page << kPageShift));
     }
   }
   return Status::OK();
 }
 
-void AddressSpaceImpl::MarkDirtyLocked(Folio* f) {
-  const uint32_t old = f->flags.fetch_or(kFolioDirty, std::memory_order_acq_rel);
-  if (old & kFolioWbError) ClearWritebackError(f);  // written over: it goes out again
-  if (old & kFolioDirty) return;
-  index_.SetDirty(f->index.load(std::memory_order_relaxed));
-  dirty_bytes_.fetch_add(static_cast<int64_t>(f->bytes()), std::memory_order_relaxed);
-  cache_->AccountDirty(static_cast<int64_t>(f->bytes()));
+std::vector<PageRange> AddressSpaceImpl::ZeroOverlaps(uint64_t first, uint64_t last) {
+  std::vector<PageRange> zero;
+  RankedLock lock(mu_, LockRank::kMapping);
+  zero_.Overlaps(first, last, &zero);
+  zero_inflight_.Overlaps(first, last, &zero);
+  return zero;
+}
+
+void AddressSpaceImpl::MarkDirtyLocked(Folio* f, uint32_t first, uint32_t n) {
+  if (f->TestFlag(kFolioWbError)) ClearWritebackError(f, first, n);  // written over: out again
+  const uint32_t newly = cache_->pages().dirty.Set(f->frame + first, n);
+  if (newly == 0) return;
+  const int64_t bytes = static_cast<int64_t>(newly) << kPageShift;
+  if (f->TestAndSetFlag(kFolioDirty)) index_.SetDirty(f->index.load(std::memory_order_relaxed));
+  dirty_bytes_.fetch_add(bytes, std::memory_order_seq_cst);
+  NoteDirtied();
+  cache_->AccountDirty(bytes);
+}
+
+void AddressSpaceImpl::MarkUptodateLocked(Folio* f, uint32_t first, uint32_t n) {
+  PageState& ps = cache_->pages();
+  ps.uptodate.Set(f->frame + first, n);
+  if (ps.uptodate.All(f->frame, static_cast<uint32_t>(f->nr_pages()))) f->SetFlag(kFolioUptodate);
 }
 
 Status AddressSpaceImpl::ZeroRange(uint64_t from, uint64_t to, uint64_t fill_size) {

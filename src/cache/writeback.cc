@@ -2,11 +2,12 @@
 //
 // One pass (under wb_mu_, so passes of one address space never overlap and Fsync waits for a
 // background pass in flight): first write the pending zero ranges, then collect dirty folios
-// in index order (lock, clear dirty, set writeback), submit them as one batch per few MiB (the
-// device merges adjacent ones up to max_request_bytes), wait, and complete each folio. A
-// failed folio keeps its data in memory (still up to date, readers see what was written), is
-// marked kFolioWbError (its bytes counted as unwritten) and is not redirtied, like the kernel:
-// a dead device never hangs the cache. The failure is recorded in the address space's ErrSeq,
+// in index order (lock, take the dirty page bits, mark those pages under writeback, unlock),
+// submit one request per run of dirty pages, one batch per few MiB (the device merges adjacent
+// runs, across folios too, up to max_request_bytes), wait, and complete each folio. A page
+// whose write failed keeps its data in memory (still up to date, readers see what was
+// written), gets its error bit (its bytes counted as unwritten) and is not redirtied, like the
+// kernel: a dead device never hangs the cache. The failure is recorded in the address space's ErrSeq,
 // with the device's code and errno, for every handle's next Fsync(cursor).
 #include <algorithm>
 
@@ -28,19 +29,24 @@ constexpr size_t kZeroRequestsPerBatch = 64;
 
 }  // namespace
 
-// Folios under writeback: locked, kFolioWriteback set, one reference each.
+// Folios under writeback: kFolioWriteback set, the pages being written marked in the
+// writeback bitmap, one reference each, not locked (writers may change their other pages).
 class AddressSpaceImpl::WritebackBatch {
  public:
   explicit WritebackBatch(AddressSpaceImpl* as) : as_(as) {}
-  ~WritebackBatch() { FOLIO_CHECK(folios_.empty()); }
+  ~WritebackBatch() { FOLIO_CHECK(entries_.empty()); }
 
-  bool empty() const { return folios_.empty(); }
-  bool full() const { return bytes_ >= kBatchBytesMax || folios_.size() >= kBatchFoliosMax; }
-  void Add(Folio* f) {
-    folios_.push_back(f);
-    bytes_ += f->bytes();
+  bool empty() const { return entries_.empty(); }
+  bool full() const { return bytes_ >= kBatchBytesMax || entries_.size() >= kBatchFoliosMax; }
+  void Add(Folio* f, const PageMask& pages, uint32_t nr_pages) {
+    entries_.push_back({f, pages});
+    bytes_ += uint64_t{nr_pages} << kPageShift;
+    total_bytes_ += uint64_t{nr_pages} << kPageShift;
   }
-  // Writes the batch and completes every folio in it.
+  // Bytes of every folio added since construction (submitted or not).
+  uint64_t total_bytes() const { return total_bytes_; }
+  // Writes the batch (one request per run of dirty pages; the device merges adjacent ones)
+  // and completes every folio in it.
   void Submit();
   Status Finish() {
     if (!empty()) Submit();
@@ -48,16 +54,27 @@ class AddressSpaceImpl::WritebackBatch {
   }
 
  private:
-  void CountRequests();
+  struct Entry {
+    Folio* folio;
+    PageMask pages;  // the pages being written, relative to the folio
+  };
+  struct Run {
+    size_t entry;
+    uint32_t first, n;  // pages relative to the folio
+  };
+  void CountRequests(std::span<const IoRequest> reqs);
+  void Complete(const Entry& e, const PageMask& failed, const Status& error);
 
   AddressSpaceImpl* const as_;
-  std::vector<Folio*> folios_;
+  std::vector<Entry> entries_;
   uint64_t bytes_ = 0;
+  uint64_t total_bytes_ = 0;
   Status first_error_;
 };
 
-void AddressSpaceImpl::WritebackBatch::CountRequests() {
-  // What reaches the device after merging: runs of adjacent folios up to max_request_bytes.
+void AddressSpaceImpl::WritebackBatch::CountRequests(std::span<const IoRequest> reqs) {
+  // What reaches the device after merging: adjacent runs (within and across folios, which
+  // are in index order) up to max_request_bytes.
   CacheCounters& c = as_->cache_->counters();
   const uint64_t max_bytes = std::max<uint64_t>(kPageBytes, as_->device_->max_request_bytes());
   uint64_t run = 0, prev_end = ~uint64_t{0};
@@ -67,46 +84,74 @@ void AddressSpaceImpl::WritebackBatch::CountRequests() {
     CacheCounters::Add(c.writeback_bytes, run);
     c.writeback_request_bytes.Record(run);
   };
-  for (Folio* f : folios_) {
-    const uint64_t start = f->index.load(std::memory_order_relaxed) << kPageShift;
-    if (start == prev_end && run + f->bytes() <= max_bytes) {
-      run += f->bytes();
+  for (const IoRequest& r : reqs) {
+    if (r.offset == prev_end && run + r.length <= max_bytes) {
+      run += r.length;
     } else {
       flush();
-      run = f->bytes();
+      run = r.length;
     }
-    prev_end = start + f->bytes();
+    prev_end = r.offset + r.length;
   }
   flush();
 }
 
 void AddressSpaceImpl::WritebackBatch::Submit() {
-  const size_t n = folios_.size();
-  auto reqs = std::make_unique<IoRequest[]>(n);
-  for (size_t i = 0; i < n; ++i) {
-    Folio* f = folios_[i];
-    reqs[i].Reset(IoOp::kWrite, f->index.load(std::memory_order_relaxed) << kPageShift,
-                  f->bytes(), as_->cache_->Data(f));
+  std::vector<Run> runs;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& e = entries_[i];
+    e.pages.ForEachRun(static_cast<uint32_t>(e.folio->nr_pages()),
+                       [&](uint32_t first, uint32_t n) { runs.push_back({i, first, n}); });
   }
-  RunRequests(as_->device_, std::span<IoRequest>(reqs.get(), n));
-  CountRequests();
-  for (size_t i = 0; i < n; ++i) {
-    Folio* f = folios_[i];
-    if (!reqs[i].status.ok()) {
+  auto reqs = std::make_unique<IoRequest[]>(runs.size());
+  for (size_t r = 0; r < runs.size(); ++r) {
+    Folio* f = entries_[runs[r].entry].folio;
+    const uint64_t pos = (f->index.load(std::memory_order_relaxed) + runs[r].first) << kPageShift;
+    reqs[r].Reset(IoOp::kWrite, pos, uint64_t{runs[r].n} << kPageShift,
+                  as_->cache_->Data(f) + (uint64_t{runs[r].first} << kPageShift));
+  }
+  std::span<IoRequest> all(reqs.get(), runs.size());
+  const uint64_t t0 = NowNs();
+  RunRequests(as_->device_, all);
+  as_->cache_->NoteWriteback(bytes_, NowNs() - t0);
+  CountRequests(all);
+  size_t r = 0;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    PageMask failed;
+    Status error;
+    for (; r < runs.size() && runs[r].entry == i; ++r) {
+      if (reqs[r].status.ok()) continue;
+      failed.SetRange(runs[r].first, runs[r].n);
+      if (!error.ok()) continue;
       // The device's code and errno as they are (a NoSpace stays NoSpace), with what failed.
-      Status e = reqs[i].status.WithContext(fmt::format(
-          "{}: writeback of {} bytes at pos {} to {}", as_->name_, f->bytes(),
-          f->index.load(std::memory_order_relaxed) << kPageShift, as_->device_->name()));
-      as_->RecordWritebackError(e, f);
-      if (first_error_.ok()) first_error_ = e;
+      error = reqs[r].status.WithContext(fmt::format("{}: writeback of {} bytes at pos {} to {}",
+                                                     as_->name_, reqs[r].length, reqs[r].offset,
+                                                     as_->device_->name()));
     }
-    HandOffFolioLock();
-    ClearFlagsAndWake(f, kFolioWriteback | kFolioLocked);
-    as_->cache_->PutFolio(f);
+    Complete(entries_[i], failed, error);
   }
-  folios_.clear();
+  entries_.clear();
   bytes_ = 0;
   as_->cache_->NotifyWritebackProgress();
+}
+
+void AddressSpaceImpl::WritebackBatch::Complete(const Entry& e, const PageMask& failed,
+                                                const Status& error) {
+  Folio* f = e.folio;
+  const uint32_t nr = static_cast<uint32_t>(f->nr_pages());
+  if (!error.ok()) {
+    as_->RecordWritebackError(error);
+    if (first_error_.ok()) first_error_ = error;
+    // The folio lock orders the error bits against writers' MarkDirtyLocked. Blocking on it
+    // while holding references is safe here: nothing that waits for our references (a split)
+    // runs on a folio under writeback (DropRange waits for the writeback first).
+    while (!TryLockFolio(f)) WaitFolioClear(f, kFolioLocked);
+    as_->MarkWriteFailedLocked(f, failed);
+    UnlockFolio(f);
+  }
+  as_->cache_->pages().writeback.ClearMask(f->frame, nr, e.pages);
+  ClearFlagsAndWake(f, kFolioWriteback);
+  as_->cache_->PutFolio(f);
 }
 
 uint64_t AddressSpaceImpl::CollectDirty(uint64_t index, WritebackBatch* batch) {
@@ -140,17 +185,29 @@ uint64_t AddressSpaceImpl::CollectDirty(uint64_t index, WritebackBatch* batch) {
     cache_->PutFolio(f);
     return next;
   }
+  // Passes of this address space are serialised (wb_mu_) and each waits for its batches.
+  FOLIO_DCHECK(!f->TestFlag(kFolioWriteback));
+  PageState& ps = cache_->pages();
+  const uint32_t nr = static_cast<uint32_t>(f->nr_pages());
+  const PageMask dirty = ps.dirty.Get(f->frame, nr);
+  const uint32_t pages = ps.dirty.ClearMask(f->frame, nr, dirty);
   f->ClearFlag(kFolioDirty);
   index_.ClearDirty(index);
-  dirty_bytes_.fetch_sub(static_cast<int64_t>(f->bytes()), std::memory_order_relaxed);
-  cache_->AccountDirty(-static_cast<int64_t>(f->bytes()));
+  const int64_t bytes = static_cast<int64_t>(pages) << kPageShift;
+  dirty_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  cache_->AccountDirty(-bytes);
+  // Writers that touch these pages wait for the write (stable pages); the others go on. Both
+  // marks are in place before the lock is released.
+  ps.writeback.SetMask(f->frame, nr, dirty);
   f->SetFlag(kFolioWriteback);
-  batch->Add(f);
+  UnlockFolio(f);
+  batch->Add(f, dirty, pages);
   if (batch->full()) batch->Submit();
   return next;
 }
 
 Status AddressSpaceImpl::WritebackRange(uint64_t first, uint64_t last) {
+  const uint64_t since = dirty_since_ns();
   RankedLock wb(wb_mu_, LockRank::kWriteback);
   Status zero_status = MaterializeZeros();
   WritebackBatch batch(this);
@@ -161,7 +218,39 @@ Status AddressSpaceImpl::WritebackRange(uint64_t first, uint64_t last) {
     idx = CollectDirty(idx, &batch);
   }
   Status s = batch.Finish();
+  // A whole pass leaves only what was written meanwhile: that is young.
+  if (first == 0 && last >= device_pages_) RestartDirtyClock(since, NowNs());
   return zero_status.ok() ? s : zero_status;
+}
+
+Status AddressSpaceImpl::WritebackExpired() { return WritebackRange(0, device_pages_); }
+
+uint64_t AddressSpaceImpl::WritebackSome(uint64_t max_bytes) {
+  const uint64_t since = dirty_since_ns();
+  RankedLock wb(wb_mu_, LockRank::kWriteback);
+  (void)MaterializeZeros();  // errors are recorded (errseq) and the zeros stay pending
+  WritebackBatch batch(this);
+  const uint64_t start = wb_cursor_ < device_pages_ ? wb_cursor_ : 0;
+  uint64_t idx = start;
+  bool wrapped = false;
+  while (batch.total_bytes() < max_bytes) {
+    const uint64_t end = wrapped ? start : device_pages_;
+    uint64_t next = idx < end ? index_.NextDirty(idx, end) : FolioIndex::kNone;
+    if (next == FolioIndex::kNone) {
+      if (wrapped || start == 0) {
+        idx = 0;
+        break;
+      }
+      wrapped = true;
+      idx = 0;
+      continue;
+    }
+    idx = CollectDirty(next, &batch);
+  }
+  wb_cursor_ = idx;
+  (void)batch.Finish();
+  if (!HasWritebackWork()) RestartDirtyClock(since, NowNs());
+  return batch.total_bytes();
 }
 
 Status AddressSpaceImpl::WritebackIndices(std::span<const uint64_t> indices) {
@@ -225,13 +314,30 @@ Status AddressSpaceImpl::MaterializeZeros() {
       for (const PageRange& r : ranges) AddZeroRange(r.first, r.last);
     }
   }
-  if (!first_error.ok()) RecordWritebackError(first_error, nullptr);
+  if (!first_error.ok()) RecordWritebackError(first_error);
   return first_error;
 }
 
 void AddressSpaceImpl::AddZeroRange(uint64_t first, uint64_t last) {
   zero_.Add(first, last);
-  zero_pending_.store(true, std::memory_order_release);
+  zero_pending_.store(true, std::memory_order_seq_cst);
+  NoteDirtied();
+}
+
+void AddressSpaceImpl::NoteDirtied() {
+  if (dirty_since_ns_.load(std::memory_order_seq_cst) != 0) [[likely]] return;
+  uint64_t clean = 0;
+  dirty_since_ns_.compare_exchange_strong(clean, NowNs(), std::memory_order_seq_cst);
+}
+
+void AddressSpaceImpl::RestartDirtyClock(uint64_t since, uint64_t now) {
+  // Dekker with NoteDirtied: a writer adds its work, then looks at the clock; we move the
+  // clock, then look at the work. One of the two sees the other.
+  if (!dirty_since_ns_.compare_exchange_strong(since, 0, std::memory_order_seq_cst)) return;
+  if (HasWritebackWork()) {
+    uint64_t clean = 0;
+    dirty_since_ns_.compare_exchange_strong(clean, now, std::memory_order_seq_cst);
+  }
 }
 
 bool AddressSpaceImpl::OverlapsPendingZeros(uint64_t first, uint64_t last) {
@@ -241,22 +347,27 @@ bool AddressSpaceImpl::OverlapsPendingZeros(uint64_t first, uint64_t last) {
   return !overlap.empty();
 }
 
-void AddressSpaceImpl::RecordWritebackError(const Status& s, Folio* f) {
-  errseq_.Record(s);
-  if (f != nullptr && f->TestAndSetFlag(kFolioWbError)) {
-    unwritten_bytes_.fetch_add(static_cast<int64_t>(f->bytes()), std::memory_order_relaxed);
-  }
+void AddressSpaceImpl::RecordWritebackError(const Status& s) { errseq_.Record(s); }
+
+void AddressSpaceImpl::MarkWriteFailedLocked(Folio* f, const PageMask& failed) {
+  const uint32_t newly =
+      cache_->pages().error.SetMask(f->frame, static_cast<uint32_t>(f->nr_pages()), failed);
+  unwritten_bytes_.fetch_add(static_cast<int64_t>(newly) << kPageShift, std::memory_order_relaxed);
+  f->SetFlag(kFolioWbError);
 }
 
-void AddressSpaceImpl::ClearWritebackError(Folio* f) {
+void AddressSpaceImpl::ClearWritebackError(Folio* f, uint32_t first, uint32_t n) {
   if (!f->TestFlag(kFolioWbError)) return;
-  f->ClearFlag(kFolioWbError);
-  unwritten_bytes_.fetch_sub(static_cast<int64_t>(f->bytes()), std::memory_order_relaxed);
+  FrameBitmap& error = cache_->pages().error;
+  const uint32_t cleared = error.Clear(f->frame + first, n);
+  unwritten_bytes_.fetch_sub(static_cast<int64_t>(cleared) << kPageShift,
+                             std::memory_order_relaxed);
+  if (!error.Any(f->frame, static_cast<uint32_t>(f->nr_pages()))) f->ClearFlag(kFolioWbError);
 }
 
 bool AddressSpaceImpl::HasWritebackWork() {
-  return dirty_bytes_.load(std::memory_order_relaxed) > 0 ||
-         zero_pending_.load(std::memory_order_acquire);
+  return dirty_bytes_.load(std::memory_order_seq_cst) > 0 ||
+         zero_pending_.load(std::memory_order_seq_cst);
 }
 
 Status AddressSpaceImpl::WriteBack() {

@@ -45,7 +45,7 @@ class ExportFsTest : public ::testing::Test {
     PageCacheOptions po;
     po.memory_bytes = 32ull << 20;
     po.policy = FolioPolicy::Parse(policy).value();
-    po.writeback_interval_ms = 50;
+    po.dirty_writeback_ms = 50;
     cache_ = std::move(PageCache::Create(po).value());
     AddressSpaceOptions ao;
     ao.name = "vol";

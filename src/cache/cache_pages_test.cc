@@ -1,0 +1,147 @@
+// Per-page state inside large folios (page_state.h): only dirty pages are written back, in runs
+// merged across folios; writes into folios that are not up to date read only the pages they
+// cover in part; a writer waits for writeback only when it touches a page being written.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "cache/cache_test_util.h"
+#include "folio/page_cache.h"
+
+namespace folio {
+namespace {
+
+using cache_test::CacheEnv;
+using cache_test::MakeEnv;
+using cache_test::Pattern;
+using cache_test::SmallCacheOptions;
+
+constexpr uint64_t kKiB = 1024, kMiB = 1024 * 1024;
+
+void WriteOk(AddressSpace* as, uint64_t pos, const std::vector<char>& data) {
+  Result<size_t> n = as->Write(pos, data);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  ASSERT_EQ(*n, data.size());
+}
+
+std::vector<char> ReadOk(AddressSpace* as, uint64_t pos, size_t len) {
+  std::vector<char> out(len);
+  Result<size_t> n = as->Read(pos, out);
+  EXPECT_TRUE(n.ok()) << n.status().ToString();
+  if (n.ok()) out.resize(*n);
+  return out;
+}
+
+std::vector<char> DeviceBytes(BlockDevice* dev, uint64_t pos, size_t len) {
+  std::vector<char> out(len);
+  EXPECT_TRUE(dev->Read(pos, out.data(), len).ok());
+  return out;
+}
+
+// A 2 MiB folio (the cache must be 32M+ for a 2M write folio), written whole and fsynced.
+void MakeLargeFolio(CacheEnv* env, uint64_t seed) {
+  MakeEnv(env, 16 * kMiB, SmallCacheOptions(64 * kMiB, "dynamic"));
+  WriteOk(env->as.get(), 0, Pattern(seed, 0, 2 * kMiB));
+  ASSERT_TRUE(env->as->Fsync().ok());
+  ASSERT_EQ(env->cache->Stats().orders[kMaxOrder].resident_folios, 1u);
+}
+
+TEST(CachePagesTest, SmallWritesIntoALargeFolioWriteBackOnlyTheirPages) {
+  CacheEnv env;
+  MakeLargeFolio(&env, 1);
+  const PageCacheStats before = env.cache->Stats();
+  // Three 4 KiB writes, one of them unaligned across two pages.
+  WriteOk(env.as.get(), 100 * kPageBytes, Pattern(2, 100 * kPageBytes, 4096));
+  WriteOk(env.as.get(), 300 * kPageBytes + 2048, Pattern(3, 300 * kPageBytes + 2048, 4096));
+  WriteOk(env.as.get(), 511 * kPageBytes, Pattern(4, 511 * kPageBytes, 4096));
+  EXPECT_EQ(env.cache->Stats().dirty_bytes, 4 * kPageBytes);
+  ASSERT_TRUE(env.as->Fsync().ok());
+  const PageCacheStats after = env.cache->Stats();
+  EXPECT_EQ(after.writeback_bytes - before.writeback_bytes, 4 * kPageBytes);
+  EXPECT_EQ(after.writeback_requests - before.writeback_requests, 3u);  // 1 + 2 (merged) + 1
+  EXPECT_EQ(after.orders[kMaxOrder].resident_folios, 1u);  // still one 2 MiB folio
+  std::vector<char> want = Pattern(1, 0, 2 * kMiB);
+  std::memcpy(&want[100 * kPageBytes], Pattern(2, 100 * kPageBytes, 4096).data(), 4096);
+  std::memcpy(&want[300 * kPageBytes + 2048], Pattern(3, 300 * kPageBytes + 2048, 4096).data(),
+              4096);
+  std::memcpy(&want[511 * kPageBytes], Pattern(4, 511 * kPageBytes, 4096).data(), 4096);
+  EXPECT_EQ(DeviceBytes(env.device.get(), 0, 2 * kMiB), want);
+}
+
+TEST(CachePagesTest, DirtyRunsMergeAcrossFolios) {
+  CacheEnv env;
+  MakeEnv(&env, 16 * kMiB, SmallCacheOptions(64 * kMiB, "dynamic"));
+  WriteOk(env.as.get(), 0, Pattern(5, 0, 4 * kMiB));  // two 2 MiB folios
+  ASSERT_TRUE(env.as->Fsync().ok());
+  const PageCacheStats before = env.cache->Stats();
+  // The last page of the first folio and the first of the second: one request.
+  WriteOk(env.as.get(), 2 * kMiB - kPageBytes, Pattern(6, 2 * kMiB - kPageBytes, 2 * kPageBytes));
+  ASSERT_TRUE(env.as->Fsync().ok());
+  const PageCacheStats after = env.cache->Stats();
+  EXPECT_EQ(after.writeback_requests - before.writeback_requests, 1u);
+  EXPECT_EQ(after.writeback_bytes - before.writeback_bytes, 2 * kPageBytes);
+}
+
+TEST(CachePagesTest, AWriteIntoANewFixedFolioReadsOnlyWhatItCoversInPart) {
+  CacheEnv env;
+  MakeEnv(&env, 16 * kMiB, SmallCacheOptions(16 * kMiB, "fixed:64K"));
+  std::vector<char> old = Pattern(7, 0, kMiB);
+  ASSERT_TRUE(env.device->Write(0, old.data(), old.size()).ok());
+  env.device->ResetStats();
+  // A whole, aligned page: nothing to read; the other 15 pages of the 64K folio stay unread.
+  WriteOk(env.as.get(), 4 * kPageBytes, Pattern(8, 4 * kPageBytes, kPageBytes));
+  EXPECT_EQ(env.device->stats().read_requests, 0u);
+  EXPECT_EQ(env.cache->Stats().write_pages_not_read, 15u);
+  // A part of one page of another folio: exactly that page is read.
+  WriteOk(env.as.get(), 64 * kKiB + 100, Pattern(9, 64 * kKiB + 100, 1000));
+  EXPECT_EQ(env.device->stats().read_requests, 1u);
+  EXPECT_EQ(env.device->stats().read_bytes, kPageBytes);
+  // Reading the folios back reads their missing pages, once, and returns the right bytes.
+  std::vector<char> want = old;
+  std::memcpy(&want[4 * kPageBytes], Pattern(8, 4 * kPageBytes, kPageBytes).data(), kPageBytes);
+  std::memcpy(&want[64 * kKiB + 100], Pattern(9, 64 * kKiB + 100, 1000).data(), 1000);
+  EXPECT_EQ(ReadOk(env.as.get(), 0, 128 * kKiB), std::vector<char>(want.begin(), want.begin() + 128 * kKiB));
+  EXPECT_GT(env.cache->Stats().partial_read_fills, 0u);
+  const uint64_t reads = env.device->stats().read_requests;
+  EXPECT_EQ(ReadOk(env.as.get(), 0, 128 * kKiB), std::vector<char>(want.begin(), want.begin() + 128 * kKiB));
+  EXPECT_EQ(env.device->stats().read_requests, reads);  // all up to date now
+  // Only the written pages were dirty.
+  const PageCacheStats before = env.cache->Stats();
+  ASSERT_TRUE(env.as->Fsync().ok());
+  EXPECT_EQ(env.cache->Stats().writeback_bytes - before.writeback_bytes, 2 * kPageBytes);
+  EXPECT_EQ(DeviceBytes(env.device.get(), 0, kMiB), want);
+}
+
+TEST(CachePagesTest, AWriterWaitsForWritebackOnlyOnThePagesBeingWritten) {
+  auto mem = cache_test::NewFaultMem(16 * kMiB);
+  cache_test::GateDevice gate(mem.get());
+  auto cache = PageCache::Create(SmallCacheOptions(64 * kMiB, "dynamic"));
+  ASSERT_TRUE(cache.ok());
+  auto as = (*cache)->Open(&gate, AddressSpaceOptions{});
+  ASSERT_TRUE(as.ok());
+  AddressSpace* a = as->get();
+  WriteOk(a, 0, Pattern(10, 0, 2 * kMiB));
+  ASSERT_TRUE(a->Fsync().ok());
+  WriteOk(a, 0, Pattern(11, 0, kPageBytes));  // page 0 dirty in the 2 MiB folio
+  gate.Close();
+  std::thread fsync([&] { EXPECT_TRUE(a->Fsync().ok()); });
+  gate.WaitForBlockedWrite();  // page 0 is under writeback now, and stays so
+  // Another page of the same folio: no wait (the gate is closed: waiting would hang here).
+  WriteOk(a, 7 * kPageBytes, Pattern(12, 7 * kPageBytes, kPageBytes));
+  EXPECT_EQ((*cache)->Stats().writeback_waits, 0u);
+  // Page 0 itself: the writer waits for that write.
+  std::thread writer([&] { WriteOk(a, 0, Pattern(13, 0, kPageBytes)); });
+  while ((*cache)->Stats().writeback_waits == 0) std::this_thread::yield();
+  gate.Open();
+  fsync.join();
+  writer.join();
+  ASSERT_TRUE(a->Fsync().ok());
+  EXPECT_EQ(DeviceBytes(mem.get(), 0, kPageBytes), Pattern(13, 0, kPageBytes));
+  EXPECT_EQ(DeviceBytes(mem.get(), 7 * kPageBytes, kPageBytes), Pattern(12, 7 * kPageBytes, kPageBytes));
+  as->reset();
+}
+
+}  // namespace
+}  // namespace folio
