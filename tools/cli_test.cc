@@ -71,6 +71,20 @@ TEST_F(CliTest, UsageErrorsAreOneLineAndExitTwo) {
   ExpectUsageError({"bench", bad_rw}, {bad_rw + ":3: rw=sideways: not a supported mode"});
   const std::string huge = WriteFile("huge.fio", "[a]\nsize=6G\n[b]\nsize=6G\n");
   ExpectUsageError({"bench", huge}, {"over the 8G limit"});
+  // The writeback knobs (vm.dirty_* names and units).
+  ExpectUsageError({"bench", "--dirty-ratio", "0", good},
+                   {"folio bench: --dirty-ratio 0: not a whole number of percent of --cache in 1..100"});
+  ExpectUsageError({"bench", "--dirty-ratio", "20", "--dirty-bytes", "64M", good},
+                   {"--dirty-ratio 20 and --dirty-bytes 64M: give one of the two"});
+  ExpectUsageError({"bench", "--dirty-background-bytes", "1x", good},
+                   {"--dirty-background-bytes 1x: not a size of at least 4K"});
+  ExpectUsageError({"bench", "--cache", "64M", "--dirty-background-ratio", "30", "--dirty-ratio",
+                    "30", good},
+                   {"background 19.20M is not below the limit 19.20M", "--dirty-ratio"});
+  ExpectUsageError({"bench", "--dirty-expire-centisecs", "2.5", good},
+                   {"--dirty-expire-centisecs 2.5: not a whole number of centiseconds"});
+  ExpectUsageError({"export", "--mount", dir_, "--dirty-writeback-centisecs", "0", "mem:16M"},
+                   {"folio export: --dirty-writeback-centisecs 0"});
 }
 
 TEST_F(CliTest, DoctorJsonHasTheExpectedKeys) {

@@ -9,6 +9,7 @@
 
 #include "base/units.h"
 #include "bench/runner.h"
+#include "cli/cache_flags.h"
 #include "cli/cli.h"
 #include "cli/cli_util.h"
 #include "cli/device_spec.h"
@@ -31,6 +32,7 @@ struct BenchArgs {
   std::string kernel_memory = "cache";
   bool engines_given = false;
   std::vector<std::string> jobfiles;
+  CacheWritebackFlags writeback;
 };
 
 uint64_t PhysicalMemoryBytes() {
@@ -135,7 +137,8 @@ Status BuildConfig(const BenchArgs& args, bench::BenchConfig* config) {
     config->seed = v;
   }
   config->jobfiles = args.jobfiles;
-  return Status::OK();
+  config->cache_options.memory_bytes = config->cache_bytes;  // the shares are of --cache
+  return ApplyCacheWritebackFlags(args.writeback, &config->cache_options);
 }
 
 }  // namespace
@@ -182,6 +185,7 @@ Command AddBenchCommand(CLI::App& root) {
                       "The kernel engine needs a file: device; on raid: / mem: it is left out "
                       "of the default engines")
       ->type_name("SPEC");
+  AddCacheWritebackFlags(sub, &args->writeback);
   sub->add_option("JOBFILE", args->jobfiles, "fio job files")->required()->type_name("");
   sub->footer(
       "Job files: fio's INI format ([global] and job sections). Keys: rw, bs, size, filename, "

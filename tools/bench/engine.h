@@ -69,6 +69,7 @@ struct EngineContext {
   uint64_t region_offset = 0;  // the job's region, [region_offset, +region_bytes) (offset=);
   uint64_t region_bytes = 0;   //   pre_read reads it
   uint64_t cache_bytes = 0;    // --cache
+  PageCacheOptions cache_options;  // --dirty-* (memory_bytes and policy come from the above)
   const std::atomic<bool>* stop = nullptr;
   // --device: the device every engine shares (not owned; the folio engines use it instead of
   // opening `path`), and the arena of direct=1 buffers registered with it once for the whole

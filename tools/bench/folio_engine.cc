@@ -112,7 +112,7 @@ class FolioCachedEngine : public Engine {
 
   Status Prepare() override {
     const double t0 = NowSeconds();
-    PageCacheOptions o;
+    PageCacheOptions o = ctx_.cache_options;
     o.memory_bytes = ctx_.cache_bytes;
     o.policy = PolicyFor(ctx_.engine);
     FOLIO_ASSIGN_OR_RETURN(cache_, PageCache::Create(o));
@@ -405,6 +405,11 @@ PageCacheStats DiffCacheStats(const PageCacheStats& after, const PageCacheStats&
   d.writeback_requests -= before.writeback_requests;
   d.writeback_bytes -= before.writeback_bytes;
   d.throttled_writes -= before.throttled_writes;
+  d.throttled_ns -= before.throttled_ns;
+  d.writeback_waits -= before.writeback_waits;
+  d.writeback_expired_passes -= before.writeback_expired_passes;
+  d.writeback_background_chunks -= before.writeback_background_chunks;
+  d.fill_read_requests -= before.fill_read_requests;
   HistogramSnapshot& h = d.writeback_request_bytes;
   for (int i = 0; i < HistogramSnapshot::kBuckets; ++i) {
     h.counts[i] -= before.writeback_request_bytes.counts[i];

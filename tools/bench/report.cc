@@ -129,6 +129,12 @@ std::string FolioLine(const RunResult& r) {
     }
     s += ", fallbacks " + FormatCount(fallbacks) + ", evictions " +
          FormatCount(f.cache.evictions);
+    if (f.cache.writeback_waits != 0) {
+      s += ", writeback waits " + FormatCount(f.cache.writeback_waits);
+    }
+    if (f.cache.throttled_writes != 0) {
+      s += ", throttled " + FormatCount(f.cache.throttled_writes);
+    }
   } else {
     const DeviceStatsSnapshot& d = f.device;
     s += "device " + FormatCount(d.read_requests) + " reads, " + FormatCount(d.write_requests) +
@@ -182,7 +188,12 @@ Json FolioJson(const FolioRunStats& f) {
                   {"evicted_dirty", c.evicted_dirty},
                   {"writeback_requests", c.writeback_requests},
                   {"writeback_bytes", c.writeback_bytes},
-                  {"throttled_writes", c.throttled_writes}};
+                  {"throttled_writes", c.throttled_writes},
+                  {"throttled_ns", c.throttled_ns},
+                  {"writeback_waits", c.writeback_waits},
+                  {"writeback_expired_passes", c.writeback_expired_passes},
+                  {"writeback_background_chunks", c.writeback_background_chunks},
+                  {"fill_read_requests", c.fill_read_requests}};
   }
   const DeviceStatsSnapshot& d = f.device;
   j["device"] = {{"read_requests", d.read_requests}, {"read_bytes", d.read_bytes},

@@ -315,6 +315,7 @@ Result<RunResult> Bench::RunOne(const PlannedJob& p, const EngineSpec& spec, uin
   ctx.region_offset = p.region_offset;
   ctx.region_bytes = p.region_bytes;
   ctx.cache_bytes = config_.cache_bytes;
+  ctx.cache_options = config_.cache_options;
   ctx.stop = stop_.flag();
   ctx.device = device_.get();
   ctx.direct_arena = direct_arena_.get();

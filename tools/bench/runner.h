@@ -18,12 +18,14 @@
 #include <vector>
 
 #include "bench/engine_spec.h"
+#include "folio/page_cache.h"
 
 namespace folio::bench {
 
 struct BenchConfig {
   std::vector<EngineSpec> engines;
   uint64_t cache_bytes = 0;
+  PageCacheOptions cache_options;     // the folio engines' writeback knobs (--dirty-*)
   std::string dir;                    // parent of the temp data directory
   bool json = false;
   std::string plot_path;              // empty: no plot

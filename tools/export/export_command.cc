@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/units.h"
+#include "cli/cache_flags.h"
 #include "cli/cli_util.h"
 #include "cli/export_control.h"
 #include "export/export_run.h"
@@ -43,6 +44,7 @@ struct ExportArgs {
   bool allow_other = false;
   bool debug = false;
   std::vector<std::string> specs;
+  CacheWritebackFlags writeback;
 };
 
 uint64_t PhysicalMemoryBytes() {
@@ -104,6 +106,8 @@ Status BuildExportConfig(const ExportArgs& a, ExportConfig* c) {
                                    FormatSize(memory) + " of memory this machine has");
   }
   c->cache_bytes = *cache;
+  c->cache_options.memory_bytes = *cache;  // the shares are of --cache
+  FOLIO_RETURN_IF_ERROR(ApplyCacheWritebackFlags(a.writeback, &c->cache_options));
   if (a.threads < 1 || a.threads > 256) {
     return Status::InvalidArgument("--threads " + std::to_string(a.threads) + ": use 1 to 256");
   }
@@ -184,6 +188,7 @@ Command AddExportCommand(CLI::App& root) {
                   "dynamic")
       ->default_str("dynamic");
   sub->add_option("--cache", a->cache, "Page cache memory (e.g. 256M, 4G)")->default_str("1G");
+  AddCacheWritebackFlags(sub, &a->writeback);
   sub->add_option("--name", a->names,
                   "File name of a device in the mount (once per device, in order); default "
                   "the device's basename (a RAID volume: its first member's), memN for mem:")

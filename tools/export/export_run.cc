@@ -80,7 +80,7 @@ Status OpenAll(const ExportConfig& c, const fuse::ShutdownSignals& signals, Expo
     st->volumes.push_back(std::move(v));
     FOLIO_RETURN_IF_ERROR(Interrupted(signals));
   }
-  PageCacheOptions po;
+  PageCacheOptions po = c.cache_options;
   po.memory_bytes = c.cache_bytes;
   po.policy = c.policy;
   po.prefault_in_background = true;  // mount now; the arena fills in behind

@@ -28,6 +28,7 @@ struct ExportConfig {
   std::vector<std::string> names;  // one per spec
   FolioPolicy policy;
   uint64_t cache_bytes = 1ull << 30;
+  PageCacheOptions cache_options;  // writeback knobs (--dirty-*); memory and policy from above
   bool kernel_cache = false;
   bool daemon = false;
   std::string log_path;  // --daemon: where stderr goes
