@@ -32,23 +32,19 @@ void RaidRunner::StopSync() {
 }
 
 void RaidRunner::RunPending() {
-  // A few rounds: a rebuild may follow a resync, or a replace may come during a rebuild.
-  for (int round = 0; round < 4 && !cancel_.load(); ++round) {
-    const std::string action = raid_->Describe().sync.action;
-    RaidSyncAction a;
-    if (action == "resync") {
-      a = RaidSyncAction::kResync;
-    } else if (action == "rebuild") {
-      a = RaidSyncAction::kRebuild;
-    } else if (action == "repair") {
-      a = RaidSyncAction::kRepair;
-    } else {
-      return;  // idle, or a check nobody waits for
-    }
+  // The array's own order (RaidDevice::PendingSync): resync, rebuild, stored repair / check.
+  // A few rounds: a rebuild may follow a resync, or a replace may come during a rebuild. An
+  // action that completes without making progress (a resync that must leave units unsynced:
+  // members missing) is not run again.
+  std::optional<RaidSyncAction> last;
+  for (int round = 0; round < 6 && !cancel_.load(); ++round) {
+    const std::optional<RaidSyncAction> a = raid_->PendingSync();
+    if (!a.has_value() || a == last) return;
+    const std::string action(RaidSyncActionName(*a));
     fuse::Log("raid: " + action + " started in the background");
     RaidSyncOptions o;
     o.cancel = &cancel_;
-    Result<RaidSyncReport> r = raid_->Sync(a, o);
+    Result<RaidSyncReport> r = raid_->Sync(*a, o);
     std::lock_guard<std::mutex> lock(mu_);
     if (!r.ok()) {
       last_error_ = r.status().ToString();
@@ -60,6 +56,14 @@ void RaidRunner::RunPending() {
     ++syncs_completed_;
     fuse::Log("raid: " + action + " done (" + std::to_string(r->done_bytes >> 20) +
               " MiB of members, " + std::to_string(r->mismatches) + " mismatches)");
+    if (r->unsynced > 0) {
+      last_error_ = action + ": " + std::to_string(r->unsynced) +
+                    " stripe units could not be made consistent (a member is missing where an "
+                    "unclean stop left parity untrusted); they stay unreadable for "
+                    "reconstruction until the member is back";
+      fuse::Log("raid: " + last_error_);
+      last = a;
+    }
   }
 }
 

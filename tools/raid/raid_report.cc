@@ -149,6 +149,10 @@ std::string SyncReportText(const RaidSyncReport& r, uint64_t members) {
                            UnitName(r.unit_bytes).c_str(), FormatSize(r.window_bytes).c_str());
   out += Printf("  mismatches: %" PRIu64 " of %" PRIu64 " stripe units", r.mismatches, r.stripes);
   if (r.repaired) out += Printf(", %" PRIu64 " rewritten", r.repaired);
+  if (r.unsynced) {
+    out += Printf(", %" PRIu64 " could not be made consistent (a member is missing where an "
+                  "unclean stop left parity untrusted)", r.unsynced);
+  }
   if (!r.mismatched_stripes.empty()) {
     out += " (stripes";
     for (uint64_t s : r.mismatched_stripes) out += " " + std::to_string(s);
@@ -169,6 +173,7 @@ Json SyncReportJson(const RaidSyncReport& r) {
   j["mismatches"] = r.mismatches;
   j["mismatched_stripes"] = r.mismatched_stripes;
   j["repaired"] = r.repaired;
+  j["unsynced"] = r.unsynced;
   j["stripes"] = r.stripes;
   j["start_bytes"] = r.start_bytes;
   j["checkpoint_bytes"] = r.checkpoint_bytes;
