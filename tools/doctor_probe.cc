@@ -1,5 +1,6 @@
 #include "doctor_probe.h"
 
+#include "base/aligned_buffer.h"
 #include "folio/block_device.h"
 
 #include <dirent.h>
@@ -25,10 +26,6 @@ std::string_view TrimView(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
 }
-
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
 
 }  // namespace
 
@@ -121,15 +118,13 @@ Result<int> CreateProbeFile(const std::string& dir, int extra_flags, std::string
   return Status::FromErrno(err, *path);
 }
 
-using AlignedBuffer = std::unique_ptr<char, FreeDeleter>;
-
 // Two 4 KiB-aligned buffers, the first filled with random bytes.
 std::pair<AlignedBuffer, AlignedBuffer> ProbeBuffers() {
-  AlignedBuffer out(static_cast<char*>(std::aligned_alloc(4096, 4096)));
-  AlignedBuffer in(static_cast<char*>(std::aligned_alloc(4096, 4096)));
+  AlignedBuffer out(4096);
+  AlignedBuffer in(4096);
   std::mt19937_64 rng(std::random_device{}());
-  for (size_t i = 0; i < 4096; ++i) out.get()[i] = static_cast<char>(rng());
-  std::memset(in.get(), 0, 4096);
+  for (size_t i = 0; i < 4096; ++i) out.data()[i] = static_cast<char>(rng());
+  std::memset(in.data(), 0, 4096);
   return {std::move(out), std::move(in)};
 }
 
@@ -141,16 +136,16 @@ Status ProbeODirect(const std::string& dir) {
   FOLIO_ASSIGN_OR_RETURN(int fd, CreateProbeFile(dir, O_DIRECT, &path));
   auto [out, in] = ProbeBuffers();
   Status status;
-  ssize_t n = pwrite(fd, out.get(), kBytes, 0);
+  ssize_t n = pwrite(fd, out.data(), kBytes, 0);
   if (n != static_cast<ssize_t>(kBytes)) {
     status = n < 0 ? Status::FromErrno(errno, path + ": O_DIRECT write")
                    : Status::IOError(path + ": O_DIRECT write was short");
   } else {
-    n = pread(fd, in.get(), kBytes, 0);
+    n = pread(fd, in.data(), kBytes, 0);
     if (n != static_cast<ssize_t>(kBytes)) {
       status = n < 0 ? Status::FromErrno(errno, path + ": O_DIRECT read")
                      : Status::IOError(path + ": O_DIRECT read was short");
-    } else if (std::memcmp(in.get(), out.get(), kBytes) != 0) {
+    } else if (std::memcmp(in.data(), out.data(), kBytes) != 0) {
       status = Status::Corruption(path + ": O_DIRECT read returned other bytes than written");
     }
   }
@@ -178,9 +173,9 @@ Status ProbeIoUring(const std::string& dir) {
       status = dev.status();
     } else {
       auto [out, in] = ProbeBuffers();
-      status = (*dev)->Write(0, out.get(), 4096);
-      if (status.ok()) status = (*dev)->Read(0, in.get(), 4096);
-      if (status.ok() && std::memcmp(in.get(), out.get(), 4096) != 0) {
+      status = (*dev)->Write(0, out.data(), 4096);
+      if (status.ok()) status = (*dev)->Read(0, in.data(), 4096);
+      if (status.ok() && std::memcmp(in.data(), out.data(), 4096) != 0) {
         status = Status::Corruption(path + ": io_uring read returned other bytes than written");
       }
     }

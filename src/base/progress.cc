@@ -1,21 +1,16 @@
 #include "base/progress.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
 
 #include <utility>
 
+#include "base/clock.h"
+
 namespace folio {
 
 namespace {
-
-uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 bool DecideEnabled(const ProgressOptions& o) {
   switch (o.mode) {
@@ -120,7 +115,7 @@ ProgressReporter::ProgressReporter(std::string operation, uint64_t total,
 ProgressReporter::~ProgressReporter() { Finish(); }
 
 uint64_t ProgressReporter::Now() const {
-  return options_.now_ns != nullptr ? options_.now_ns() : MonotonicNs();
+  return MonotonicNowNs();
 }
 
 void ProgressReporter::Update(uint64_t done) {

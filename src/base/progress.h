@@ -7,6 +7,8 @@
 // and clears the line at Finish() (or destruction). It is silent when the stream is not a TTY
 // or when the caller turned it off (e.g. --json output), so logs and pipes stay clean.
 //
+// Time is MonotonicNowNs() (base/clock.h): tests replace it with a ManualClock.
+//
 // Thread safety: Update / SetDetail / Finish may be called from any thread; an internal mutex
 // serialises them. The pure formatting helpers are thread-safe.
 #pragma once
@@ -36,8 +38,6 @@ struct ProgressOptions {
   int fd = 2;
   uint64_t min_interval_ms = 200;
   ProgressUnit unit = ProgressUnit::kItems;
-  // Monotonic clock in nanoseconds; null = clock_gettime(CLOCK_MONOTONIC). Tests inject one.
-  uint64_t (*now_ns)() = nullptr;
 };
 
 // One rendered line (without '\r' or escape codes). total 0 = unknown (no ETA).

@@ -7,12 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include "base/clock.h"
+
 namespace folio {
 namespace {
-
-// A fake monotonic clock the tests advance by hand.
-uint64_t g_fake_now_ns = 0;
-uint64_t FakeNow() { return g_fake_now_ns; }
 
 // Reads everything currently in the pipe's read end (non-blocking).
 std::string Drain(int fd) {
@@ -27,7 +25,6 @@ class ProgressTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(pipe2(fds_, O_NONBLOCK), 0);
-    g_fake_now_ns = 1000000000ull;
   }
   void TearDown() override {
     close(fds_[0]);
@@ -38,9 +35,11 @@ class ProgressTest : public ::testing::Test {
     o.mode = mode;
     o.fd = fds_[1];
     o.unit = unit;
-    o.now_ns = &FakeNow;
     return o;
   }
+  // Time moves only when a test advances it.
+  ManualClock clock_;
+  ScopedClockOverride use_clock_{&clock_};
   int fds_[2] = {-1, -1};
 };
 
@@ -50,7 +49,7 @@ TEST_F(ProgressTest, SilentWhenNotATty) {
     ProgressReporter p("create", 100, Options(ProgressMode::kAuto));
     EXPECT_FALSE(p.enabled());
     for (int i = 0; i < 10; ++i) {
-      g_fake_now_ns += 1000000000ull;
+      clock_.AdvanceNs(1000000000ull);
       p.Update(static_cast<uint64_t>(i) * 10);
     }
     EXPECT_EQ(p.draws(), 0u);
@@ -61,7 +60,7 @@ TEST_F(ProgressTest, SilentWhenNotATty) {
 TEST_F(ProgressTest, SilentWhenOff) {
   {
     ProgressReporter p("create", 100, Options(ProgressMode::kOff));
-    g_fake_now_ns += 1000000000ull;
+    clock_.AdvanceNs(1000000000ull);
     p.Update(50);
     p.SetDetail("x");
     p.Finish();
@@ -74,7 +73,7 @@ TEST_F(ProgressTest, RedrawsAtMostFiveTimesASecondAndClearsAtTheEnd) {
   ASSERT_TRUE(p.enabled());
   // 100 updates 10 ms apart = 1 s: the first draws, then one every 200 ms.
   for (int i = 1; i <= 100; ++i) {
-    g_fake_now_ns += 10000000ull;
+    clock_.AdvanceNs(10000000ull);
     p.Update(static_cast<uint64_t>(i) * 10);
   }
   EXPECT_EQ(p.draws(), 5u);
@@ -100,7 +99,7 @@ TEST_F(ProgressTest, NothingToClearIfNothingWasDrawn) {
 TEST_F(ProgressTest, DetailAppearsOnTheNextDraw) {
   ProgressReporter p("4k-randread kernel", 8000, Options(ProgressMode::kAlways,
                                                          ProgressUnit::kSeconds));
-  g_fake_now_ns += 2000000000ull;
+  clock_.AdvanceNs(2000000000ull);
   p.SetDetail("IOPS 251k");
   p.Update(2000);
   std::string out = Drain(fds_[0]);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cache/cache_test_util.h"
+#include "base/test_seed.h"
 #include "folio/page_cache.h"
 
 namespace folio {
@@ -205,8 +206,8 @@ void RunConcurrent(const char* policy0, const char* policy1, int threads) {
     fx.spaces[i] = std::move(as).value();
   }
   auto shared = std::make_unique<SharedBlocks>();
-  const uint64_t seed = cache_test::SeedOr(77);
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  const uint64_t seed = TestSeedOr(77);
+  FOLIO_SEED_TRACE(seed);
   std::atomic<int> failures{0};
   std::atomic<int> running{threads};
   std::vector<std::thread> workers;

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/aligned_buffer.h"
 #include "cache/async_reader.h"
 #include "cache/counters.h"
 #include "cache/lru.h"
@@ -68,7 +69,7 @@ class PageCacheImpl final : public PageCache {
   uint64_t dirty_limit_bytes() const { return dirty_limit_bytes_; }
   uint64_t readahead_max_pages() const { return readahead_max_pages_; }
   // An aligned buffer of zeros, zero_buffer_bytes() long, for writing zero ranges.
-  const char* zero_buffer() const { return zero_buffer_.get(); }
+  const char* zero_buffer() const { return zero_buffer_.data(); }
   uint64_t zero_buffer_bytes() const { return kZeroBufferBytes; }
 
   // Allocates a folio of `order`; when the arena cannot serve it even after reclaim, a smaller
@@ -111,10 +112,6 @@ class PageCacheImpl final : public PageCache {
 
  private:
   static constexpr uint64_t kZeroBufferBytes = 1ull << 20;
-  struct FreeDeleter {
-    void operator()(char* p) const { std::free(p); }
-  };
-
   PageCacheImpl(const PageCacheOptions& options, std::unique_ptr<FolioArena> arena);
 
   // Frees at least target_bytes if it can (clean folios first; with kMayReclaim then dirty
@@ -140,7 +137,7 @@ class PageCacheImpl final : public PageCache {
   uint64_t dirty_freerun_bytes_ = 0;   // (background + limit) / 2: writers pause above it
   std::atomic<uint64_t> wb_bandwidth_{0};  // bytes/s, an average over writeback batches
   uint64_t readahead_max_pages_ = 0;
-  std::unique_ptr<char, FreeDeleter> zero_buffer_;
+  AlignedBuffer zero_buffer_;  // zeros, kZeroBufferBytes
   CacheCounters counters_;
   PageState page_state_;  // per-page bits of every frame of the arena
 

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "base/crc32c.h"
+#include "base/test_seed.h"
 #include "cache/cache_model_refs.h"
 #include "cache/cache_test_util.h"
 #include "folio/page_cache.h"
@@ -673,11 +674,11 @@ FOLIO_MODEL_TEST_P(FOLIO_MODEL_SUITE, MatchesReferenceAndSurvivesCrashes) {
   // The slow label runs the wide mix 25 times longer and the hot mix 5 times.
   uint64_t ops = p.ops * (p.mix == Mix::kHot ? std::min<uint64_t>(kOpsScale, 5) : kOpsScale);
   if (const char* s = std::getenv("FOLIO_MODEL_OPS")) ops = std::strtoull(s, nullptr, 0);
-  const uint64_t seed = cache_test::SeedOr(p.seed);
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  const uint64_t seed = TestSeedOr(p.seed);
+  FOLIO_SEED_TRACE(seed);
   CacheModel model(p, seed);
   model.Run(ops);
-  if (HasFailure()) ADD_FAILURE() << "reproduce with FOLIO_SEED=" << seed;
+  if (HasFailure()) ADD_FAILURE() << "reproduce with " << SeedTrace(seed);
 }
 
 FOLIO_MODEL_INSTANTIATE(

@@ -13,17 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "base/test_seed.h"
 #include "folio/block_device.h"
 #include "folio/fault_device.h"
 #include "folio/page_cache.h"
 
 namespace folio::cache_test {
-
-// FOLIO_SEED overrides a test's default seed.
-inline uint64_t SeedOr(uint64_t fallback) {
-  const char* s = std::getenv("FOLIO_SEED");
-  return s != nullptr ? std::strtoull(s, nullptr, 0) : fallback;
-}
 
 struct CacheEnv {
   std::unique_ptr<FaultDevice> device;

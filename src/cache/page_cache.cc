@@ -46,9 +46,7 @@ PageCacheImpl::PageCacheImpl(const PageCacheOptions& options, std::unique_ptr<Fo
   SetDirtyThresholds(capacity);
   const uint64_t ra_bytes = std::min<uint64_t>(options_.readahead_max_bytes, capacity / 8);
   readahead_max_pages_ = std::max<uint64_t>(4, ra_bytes >> kPageShift);
-  zero_buffer_.reset(static_cast<char*>(std::aligned_alloc(kPageBytes, kZeroBufferBytes)));
-  FOLIO_CHECK(zero_buffer_ != nullptr);
-  std::memset(zero_buffer_.get(), 0, kZeroBufferBytes);
+  zero_buffer_ = AlignedBuffer::Zeroed(kZeroBufferBytes, kPageBytes);
   async_ = std::make_unique<AsyncReader>(this);
   for (int i = 0; i < options_.writeback_threads; ++i) {
     wb_threads_.emplace_back([this] { WritebackThread(); });

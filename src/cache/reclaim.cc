@@ -8,11 +8,11 @@
 // address spaces' writeback, so pending zero ranges still go first) and then evict them.
 // Reclaim frees a batch (at least memory/64) so that not every allocation has to reclaim.
 #include <algorithm>
-#include <chrono>
 
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "base/units.h"
 #include "cache/address_space_impl.h"
 #include "cache/cache_impl.h"
@@ -22,7 +22,7 @@
 namespace folio::cache {
 namespace {
 
-constexpr auto kAllocPatience = std::chrono::seconds(20);
+constexpr uint64_t kAllocPatienceNs = 20ull * 1000000000ull;
 
 }  // namespace
 
@@ -58,7 +58,8 @@ Result<Folio*> PageCacheImpl::AllocFolio(int order, int min_order, AllocMode mod
   if (mode != AllocMode::kMayReclaim) return r.status();
   // Whatever is left is referenced, locked, dirty or under I/O: keep reclaiming (writing dirty
   // folios back) until something frees up.
-  const auto deadline = std::chrono::steady_clock::now() + kAllocPatience;
+  // Patience is real time (a liveness guard against a real hang), whatever clock a test installs.
+  const uint64_t deadline_ns = SystemClock().NowNs() + kAllocPatienceNs;
   for (int attempt = 0;; ++attempt) {
     Reclaim(target, AllocMode::kMayReclaim);
     r = arena_->Alloc(min_order);
@@ -66,7 +67,7 @@ Result<Folio*> PageCacheImpl::AllocFolio(int order, int min_order, AllocMode mod
       fallback(min_order);
       return r;
     }
-    if (std::chrono::steady_clock::now() > deadline) {
+    if (SystemClock().NowNs() > deadline_ns) {
       return Status::NoSpace(fmt::format(
           "page cache: no memory for an order-{} folio: all {} of the cache is referenced, "
           "locked or under I/O; use a larger --cache",

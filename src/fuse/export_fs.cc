@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "base/units.h"
 #include "folio/arena.h"
 #include "fuse/log.h"
@@ -25,12 +26,6 @@ timespec RealNow() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return ts;
-}
-
-uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 int64_t ToNs(const timespec& ts) {
@@ -53,7 +48,7 @@ ExportFs::ExportFs(PageCache* cache, std::vector<ExportVolume> volumes,
     : cache_(cache),
       options_(options),
       start_time_(RealNow()),
-      start_ns_(MonotonicNs()) {
+      start_ns_(MonotonicNowNs()) {
   for (ExportVolume& v : volumes) {
     FOLIO_CHECK(v.mapping != nullptr);
     FOLIO_CHECK(!v.name.empty() && v.name != "." && v.name != ".." && v.name != kStatsName &&

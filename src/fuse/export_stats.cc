@@ -1,6 +1,7 @@
 // ExportFs::StatsJson: what `cat MOUNT/.stats` shows. Counters are named by what they count.
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "folio/arena.h"
 #include "fuse/export_fs.h"
 
@@ -103,10 +104,7 @@ Json RequestsJson(const RequestStatsSnapshot& s) {
 }  // namespace
 
 nlohmann::ordered_json ExportFs::StatsJson() const {
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  const uint64_t now_ns =
-      static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+  const uint64_t now_ns = MonotonicNowNs();
   Json j;
   j["pid"] = getpid();
   j["mountpoint"] = options_.mountpoint;

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "base/aligned_buffer.h"
 #include "base/check.h"
+#include "base/clock.h"
 
 namespace folio::fuse {
 
@@ -48,12 +49,6 @@ uint64_t LookupCounts::Get(InodeId ino) const {
 namespace {
 
 AdapterContext* Ctx(fuse_req_t req) { return static_cast<AdapterContext*>(fuse_req_userdata(req)); }
-
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 int ErrnoOf(const Status& s) {
   const int err = s.ToErrno();
@@ -100,19 +95,13 @@ struct stat ToStat(const NodeAttr& a) {
 // A per-worker-thread buffer for read replies, 4 KiB aligned, grown to the largest request
 // (max_write / max_pages bound it at 1 MiB) and reused: no allocation per read.
 char* ReadBuffer(size_t bytes) {
-  struct FreeDeleter {
-    void operator()(char* p) const { free(p); }
-  };
-  thread_local std::unique_ptr<char, FreeDeleter> buf;
-  thread_local size_t capacity = 0;
-  if (bytes > capacity) {
-    const size_t want = std::max<size_t>(bytes, 128 << 10);
-    void* p = nullptr;
-    if (posix_memalign(&p, 4096, want) != 0) throw std::bad_alloc();
-    buf.reset(static_cast<char*>(p));
-    capacity = want;
+  thread_local AlignedBuffer buf;
+  if (bytes > buf.size()) {
+    Result<AlignedBuffer> grown = AlignedBuffer::TryAllocate(std::max<size_t>(bytes, 128 << 10));
+    if (!grown.ok()) throw std::bad_alloc();
+    buf = std::move(grown).value();
   }
-  return buf.get();
+  return buf.data();
 }
 
 // ---- Callbacks -------------------------------------------------------------------------
@@ -223,11 +212,11 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
   Serve(req, FuseOp::kRead, [&](AdapterContext* ctx) -> Status {
-    const uint64_t t0 = NowNs();
+    const uint64_t t0 = MonotonicNowNs();
     char* buf = ReadBuffer(size);
     FOLIO_ASSIGN_OR_RETURN(size_t n, ctx->fs->Read(InodeId{ino}, fi->fh,
                                                    static_cast<uint64_t>(off), {buf, size}));
-    ctx->stats.RecordRead(size, n, NowNs() - t0);
+    ctx->stats.RecordRead(size, n, MonotonicNowNs() - t0);
     fuse_reply_buf(req, buf, n);
     return Status::OK();
   });
@@ -236,10 +225,10 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
 void OpWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
              fuse_file_info* fi) {
   Serve(req, FuseOp::kWrite, [&](AdapterContext* ctx) -> Status {
-    const uint64_t t0 = NowNs();
+    const uint64_t t0 = MonotonicNowNs();
     FOLIO_ASSIGN_OR_RETURN(size_t n, ctx->fs->Write(InodeId{ino}, fi->fh,
                                                     static_cast<uint64_t>(off), {buf, size}));
-    ctx->stats.RecordWrite(size, n, NowNs() - t0);
+    ctx->stats.RecordWrite(size, n, MonotonicNowNs() - t0);
     fuse_reply_write(req, n);
     return Status::OK();
   });
@@ -263,10 +252,10 @@ void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void OpFsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) {
   Serve(req, FuseOp::kFsync, [&](AdapterContext* ctx) -> Status {
-    const uint64_t t0 = NowNs();
+    const uint64_t t0 = MonotonicNowNs();
     FOLIO_RETURN_IF_ERROR(ctx->fs->Fsync(InodeId{ino}, fi->fh,
                                          datasync ? SyncKind::kData : SyncKind::kDataAndMetadata));
-    ctx->stats.RecordFsync(NowNs() - t0);
+    ctx->stats.RecordFsync(MonotonicNowNs() - t0);
     fuse_reply_err(req, 0);
     return Status::OK();
   });

@@ -1,8 +1,6 @@
 // Shared parts of the BlockDevice API: names, statistics, synchronous helpers, validation.
 #include "folio/block_device.h"
 
-#include <time.h>
-
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -174,12 +172,6 @@ Status ValidateRequest(const IoRequest& req, const DeviceGeometry& g) {
     return Status::InvalidArgument(Prefix(g) + buf);
   }
   return Status::OK();
-}
-
-uint64_t MonotonicNowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 size_t CompleteChain(IoRequest* head, const Status& status, uint64_t* in_flight) {

@@ -12,13 +12,12 @@
 #include <thread>
 
 #include "folio/block_device.h"
+#include "base/test_seed.h"
 #include "io/io_test_util.h"
 
 namespace folio {
 namespace {
 
-using io_test::AlignedBuf;
-using io_test::AllocAligned;
 
 enum class Engine { kUring, kSync, kMem };
 
@@ -65,7 +64,7 @@ class DeviceTest : public ::testing::TestWithParam<Engine> {
 // One request of the model test with its own buffer.
 struct Op {
   IoRequest req;
-  AlignedBuf buf;
+  AlignedBuffer buf;
   uint64_t capacity = 0;
   std::vector<char>* ref = nullptr;
   int* callbacks = nullptr;
@@ -94,8 +93,8 @@ bool Overlaps(const std::deque<Op>& ops, uint64_t off, uint64_t len) {
 // Random batches of reads and writes (runs of adjacent ones included) with many requests in
 // flight from one thread, checked against a reference vector; then a full read-back.
 TEST_P(DeviceTest, RandomBatchesMatchReference) {
-  const uint64_t seed = io_test::TestSeed();
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  const uint64_t seed = TestSeed();
+  FOLIO_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
   const uint64_t size = 8 << 20;
   auto dev = Open(size, 16, 64 << 10);
@@ -107,7 +106,7 @@ TEST_P(DeviceTest, RandomBatchesMatchReference) {
   uint64_t reads = 0, writes = 0;
   for (Op& o : ops) {
     o.capacity = 32 * block;
-    o.buf = AllocAligned(o.capacity);
+    o.buf = AlignedBuffer(o.capacity);
     o.ref = &ref;
     o.callbacks = &callbacks;
     o.mismatches = &mismatches;
@@ -126,12 +125,12 @@ TEST_P(DeviceTest, RandomBatchesMatchReference) {
       const uint64_t off = run ? next_off : (rng() % ((size - len) / block)) * block;
       if (off + len > size || Overlaps(ops, off, len)) break;
       const IoOp op = run ? run_op : (rng() % 2 ? IoOp::kRead : IoOp::kWrite);
-      o.req.Reset(op, off, len, o.buf.get());
+      o.req.Reset(op, off, len, o.buf.data());
       o.req.done = OnModelDone;
       o.req.ctx = &o;
       if (op == IoOp::kWrite) {
-        for (uint64_t i = 0; i < len; ++i) o.buf.get()[i] = static_cast<char>(rng());
-        std::memcpy(ref.data() + off, o.buf.get(), len);
+        for (uint64_t i = 0; i < len; ++i) o.buf.data()[i] = static_cast<char>(rng());
+        std::memcpy(ref.data() + off, o.buf.data(), len);
         ++writes;
       } else {
         ++reads;
@@ -157,22 +156,22 @@ TEST_P(DeviceTest, RandomBatchesMatchReference) {
   EXPECT_GT(st.write_merges + st.read_merges, 0u);
   EXPECT_LE(st.write_request_bytes.max, std::max<uint64_t>(64 << 10, 8 * block));
   EXPECT_EQ(st.errors, 0u);
-  AlignedBuf all = AllocAligned(size);
-  ASSERT_TRUE(dev->Read(0, all.get(), size).ok());
-  EXPECT_EQ(std::memcmp(all.get(), ref.data(), size), 0);
+  AlignedBuffer all(size);
+  ASSERT_TRUE(dev->Read(0, all.data(), size).ok());
+  EXPECT_EQ(std::memcmp(all.data(), ref.data(), size), 0);
 }
 
 TEST_P(DeviceTest, EightAdjacentWritesBecomeOneRequest) {
   auto dev = Open(1 << 20);
   ASSERT_NE(dev, nullptr);
   IoRequest reqs[8];
-  AlignedBuf bufs[8];
+  AlignedBuffer bufs[8];
   IoRequest* batch[8];
   int done = 0;
   for (int i = 0; i < 8; ++i) {
-    bufs[i] = AllocAligned(4096);
-    std::memset(bufs[i].get(), 'a' + i, 4096);
-    reqs[i].Reset(IoOp::kWrite, 65536 + i * 4096, 4096, bufs[i].get());
+    bufs[i] = AlignedBuffer(4096);
+    std::memset(bufs[i].data(), 'a' + i, 4096);
+    reqs[i].Reset(IoOp::kWrite, 65536 + i * 4096, 4096, bufs[i].data());
     reqs[i].ctx = &done;
     reqs[i].done = [](IoRequest* r) { ++*static_cast<int*>(r->ctx); };
     batch[7 - i] = &reqs[i];  // submitted in reverse: the merger sorts
@@ -191,19 +190,19 @@ TEST_P(DeviceTest, EightAdjacentWritesBecomeOneRequest) {
   EXPECT_GE(buckets[0].hi, 32768u);
   EXPECT_EQ(buckets[0].count, 1u);
   EXPECT_EQ(st.write_request_bytes.max, 32768u);
-  AlignedBuf back = AllocAligned(32768);
-  ASSERT_TRUE(dev->Read(65536, back.get(), 32768).ok());
-  for (int i = 0; i < 8; ++i) EXPECT_EQ(back.get()[i * 4096 + 17], 'a' + i);
+  AlignedBuffer back(32768);
+  ASSERT_TRUE(dev->Read(65536, back.data(), 32768).ok());
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(back.data()[i * 4096 + 17], 'a' + i);
 }
 
 TEST_P(DeviceTest, MaxRequestBytesBoundsMergedRequests) {
   auto dev = Open(4 << 20, 32, 64 << 10);
   ASSERT_NE(dev, nullptr);
-  AlignedBuf buf = AllocAligned(1 << 20);  // one contiguous buffer: 1 segment per request
+  AlignedBuffer buf(1 << 20);  // one contiguous buffer: 1 segment per request
   std::deque<IoRequest> reqs(256);
   std::vector<IoRequest*> batch;
   for (int i = 0; i < 256; ++i) {
-    reqs[i].Reset(IoOp::kWrite, i * 4096ull, 4096, buf.get() + i * 4096);
+    reqs[i].Reset(IoOp::kWrite, i * 4096ull, 4096, buf.data() + i * 4096);
     batch.push_back(&reqs[i]);
   }
   ASSERT_TRUE(dev->Submit(batch).ok());
@@ -225,27 +224,27 @@ TEST_P(DeviceTest, ValidationErrorsNameTheAlignmentAndSize) {
   ASSERT_NE(dev, nullptr);
   const uint32_t lbs = dev->logical_block_bytes();
   const std::string block = std::to_string(lbs) + "-byte logical block size";
-  AlignedBuf buf = AllocAligned(1 << 16);
-  Status s = SubmitOne(dev.get(), IoOp::kRead, 1000, lbs, buf.get());
+  AlignedBuffer buf(1 << 16);
+  Status s = SubmitOne(dev.get(), IoOp::kRead, 1000, lbs, buf.data());
   EXPECT_TRUE(s.IsInvalidArgument());
   EXPECT_NE(s.ToString().find(dev->name() + ": offset 1000 is not a multiple of the " + block),
             std::string::npos) << s.ToString();
-  s = SubmitOne(dev.get(), IoOp::kWrite, 0, lbs + 100, buf.get());
+  s = SubmitOne(dev.get(), IoOp::kWrite, 0, lbs + 100, buf.data());
   EXPECT_NE(s.ToString().find("length " + std::to_string(lbs + 100) + " is not a multiple of the " +
                               block), std::string::npos) << s.ToString();
-  s = SubmitOne(dev.get(), IoOp::kRead, 1 << 20, lbs, buf.get());
+  s = SubmitOne(dev.get(), IoOp::kRead, 1 << 20, lbs, buf.data());
   EXPECT_TRUE(s.IsInvalidArgument());
   EXPECT_NE(s.ToString().find("ends beyond the device size 1M"), std::string::npos)
       << s.ToString();
   s = SubmitOne(dev.get(), IoOp::kTrim, (1 << 20) - lbs, 2 * lbs, nullptr);
   EXPECT_TRUE(s.IsInvalidArgument());
-  s = SubmitOne(dev.get(), IoOp::kRead, 0, 0, buf.get());
+  s = SubmitOne(dev.get(), IoOp::kRead, 0, 0, buf.data());
   EXPECT_TRUE(s.IsInvalidArgument());
   s = SubmitOne(dev.get(), IoOp::kWrite, 0, lbs, nullptr);
   EXPECT_NE(s.ToString().find("has no buffer"), std::string::npos) << s.ToString();
   if (is_file()) {
     // O_DIRECT: buffer addresses must be aligned too.
-    s = SubmitOne(dev.get(), IoOp::kRead, 0, lbs, buf.get() + 8);
+    s = SubmitOne(dev.get(), IoOp::kRead, 0, lbs, buf.data() + 8);
     EXPECT_TRUE(s.IsInvalidArgument());
     EXPECT_NE(s.ToString().find("not aligned to " + std::to_string(lbs) + " bytes"),
               std::string::npos) << s.ToString();
@@ -258,15 +257,15 @@ TEST_P(DeviceTest, ValidationErrorsNameTheAlignmentAndSize) {
 TEST_P(DeviceTest, InvalidRequestCompletesThroughCallback) {
   auto dev = Open(1 << 20);
   ASSERT_NE(dev, nullptr);
-  AlignedBuf buf = AllocAligned(8192);
+  AlignedBuffer buf(8192);
   IoRequest good, bad;
   int calls = 0;
   for (IoRequest* r : {&good, &bad}) {
     r->ctx = &calls;
     r->done = [](IoRequest* q) { ++*static_cast<int*>(q->ctx); };
   }
-  good.Reset(IoOp::kWrite, 0, 4096, buf.get());
-  bad.Reset(IoOp::kWrite, 4096 + 512 * 3 + 1, 4096, buf.get() + 4096);
+  good.Reset(IoOp::kWrite, 0, 4096, buf.data());
+  bad.Reset(IoOp::kWrite, 4096 + 512 * 3 + 1, 4096, buf.data() + 4096);
   IoRequest* batch[] = {&good, &bad};
   ASSERT_TRUE(dev->Submit(batch).ok());
   EXPECT_EQ(calls, 0);  // callbacks never run inside Submit
@@ -279,17 +278,17 @@ TEST_P(DeviceTest, InvalidRequestCompletesThroughCallback) {
 TEST_P(DeviceTest, FlushAndTrim) {
   auto dev = Open(1 << 20);
   ASSERT_NE(dev, nullptr);
-  AlignedBuf buf = AllocAligned(65536);
-  std::memset(buf.get(), 0x5a, 65536);
-  ASSERT_TRUE(dev->Write(0, buf.get(), 65536).ok());
+  AlignedBuffer buf(65536);
+  std::memset(buf.data(), 0x5a, 65536);
+  ASSERT_TRUE(dev->Write(0, buf.data(), 65536).ok());
   ASSERT_TRUE(dev->Flush().ok());
   ASSERT_TRUE(dev->supports_trim());
   Status s = dev->Trim(16384, 32768);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  ASSERT_TRUE(dev->Read(0, buf.get(), 65536).ok());
+  ASSERT_TRUE(dev->Read(0, buf.data(), 65536).ok());
   for (int i = 0; i < 65536; i += 512) {
     const char want = (i >= 16384 && i < 49152) ? 0 : 0x5a;
-    ASSERT_EQ(buf.get()[i], want) << "at " << i;
+    ASSERT_EQ(buf.data()[i], want) << "at " << i;
   }
   DeviceStatsSnapshot st = dev->stats();
   EXPECT_EQ(st.flushes, 1u);
@@ -304,26 +303,26 @@ TEST_P(DeviceTest, ReentrantCallbacksAndSubmitAndWait) {
   struct Chain {
     BlockDevice* dev;
     IoRequest req;
-    AlignedBuf buf;
+    AlignedBuffer buf;
     int remaining;
     int calls = 0;
-  } chain{dev.get(), {}, AllocAligned(4096), 20};
-  chain.req.Reset(IoOp::kWrite, 0, 4096, chain.buf.get());
+  } chain{dev.get(), {}, AlignedBuffer(4096), 20};
+  chain.req.Reset(IoOp::kWrite, 0, 4096, chain.buf.data());
   chain.req.ctx = &chain;
   chain.req.done = [](IoRequest* r) {
     auto* c = static_cast<Chain*>(r->ctx);
     ++c->calls;
     EXPECT_TRUE(r->status.ok());
     if (--c->remaining > 0) {
-      r->Reset(IoOp::kWrite, c->remaining * 4096ull, 4096, c->buf.get());
+      r->Reset(IoOp::kWrite, c->remaining * 4096ull, 4096, c->buf.data());
       IoRequest* again[] = {r};
       EXPECT_TRUE(c->dev->Submit(again).ok());
     }
   };
   IoRequest* first[] = {&chain.req};
   ASSERT_TRUE(dev->Submit(first).ok());
-  AlignedBuf other = AllocAligned(4096);
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(dev->Read(512 << 10, other.get(), 4096).ok());
+  AlignedBuffer other(4096);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(dev->Read(512 << 10, other.data(), 4096).ok());
   ASSERT_TRUE(io_test::Drain(dev.get()));
   EXPECT_EQ(chain.calls, 20);
 }
@@ -331,23 +330,23 @@ TEST_P(DeviceTest, ReentrantCallbacksAndSubmitAndWait) {
 TEST_P(DeviceTest, MoreThanQueueDepthInOneBatch) {
   auto dev = Open(4 << 20, 4);
   ASSERT_NE(dev, nullptr);
-  AlignedBuf buf = AllocAligned(200 * 8192);
+  AlignedBuffer buf(200 * 8192);
   std::deque<IoRequest> reqs(200);
   std::vector<IoRequest*> batch;
   for (int i = 0; i < 200; ++i) {
-    std::memset(buf.get() + i * 8192, i, 8192);
+    std::memset(buf.data() + i * 8192, i, 8192);
     // Gaps between requests: no merging, 200 device requests through 4 slots.
-    reqs[i].Reset(IoOp::kWrite, i * 16384ull, 8192, buf.get() + i * 8192);
+    reqs[i].Reset(IoOp::kWrite, i * 16384ull, 8192, buf.data() + i * 8192);
     batch.push_back(&reqs[i]);
   }
   ASSERT_TRUE(dev->Submit(batch).ok());
   EXPECT_EQ(dev->InFlight(), 200u);
   ASSERT_TRUE(io_test::Drain(dev.get()));
   EXPECT_EQ(dev->stats().write_requests, 200u);
-  AlignedBuf back = AllocAligned(8192);
+  AlignedBuffer back(8192);
   for (int i = 0; i < 200; i += 37) {
-    ASSERT_TRUE(dev->Read(i * 16384ull, back.get(), 8192).ok());
-    EXPECT_EQ(back.get()[100], static_cast<char>(i));
+    ASSERT_TRUE(dev->Read(i * 16384ull, back.data(), 8192).ok());
+    EXPECT_EQ(back.data()[100], static_cast<char>(i));
   }
 }
 
@@ -355,14 +354,14 @@ TEST_P(DeviceTest, MoreThanQueueDepthInOneBatch) {
 TEST_P(DeviceTest, PerThreadStateLifetimes) {
   auto dev = Open(1 << 20);
   ASSERT_NE(dev, nullptr);
-  AlignedBuf buf = AllocAligned(4096);
-  std::thread t([&] { EXPECT_TRUE(dev->Write(0, buf.get(), 4096).ok()); });
+  AlignedBuffer buf(4096);
+  std::thread t([&] { EXPECT_TRUE(dev->Write(0, buf.data(), 4096).ok()); });
   t.join();
-  ASSERT_TRUE(dev->Write(4096, buf.get(), 4096).ok());
+  ASSERT_TRUE(dev->Write(4096, buf.data(), 4096).ok());
   dev.reset();  // destroys this thread's state while the thread lives
   auto dev2 = Open(1 << 20);
   ASSERT_NE(dev2, nullptr);
-  ASSERT_TRUE(dev2->Write(0, buf.get(), 4096).ok());
+  ASSERT_TRUE(dev2->Write(0, buf.data(), 4096).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, DeviceTest,

@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "base/test_seed.h"
 #include "io/io_test_util.h"
 
 namespace folio::io_internal {
@@ -152,8 +153,8 @@ bool IsSubsetImage(const std::string& image, const std::string& flushed,
 }
 
 TEST(CrashLog, DropUnflushedRestoresExactlyTheFlushedImage) {
-  const uint64_t seed = io_test::TestSeed();
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  const uint64_t seed = TestSeed();
+  FOLIO_SEED_TRACE(seed);
   for (int round = 0; round < 200; ++round) {
     CrashLogModel model(seed + round);
     model.Run(60, 1000);
@@ -163,8 +164,8 @@ TEST(CrashLog, DropUnflushedRestoresExactlyTheFlushedImage) {
 }
 
 TEST(CrashLog, RandomSubsetIsFlushedPlusAnOrderedSubset) {
-  const uint64_t seed = io_test::TestSeed();
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  const uint64_t seed = TestSeed();
+  FOLIO_SEED_TRACE(seed);
   int nontrivial = 0;
   for (int round = 0; round < 150; ++round) {
     CrashLogModel model(seed * 7919 + round);

@@ -1,5 +1,5 @@
-// Helpers shared by every BlockDevice implementation: request validation, the monotonic clock,
-// completion of merge chains, and the arithmetic of short transfers.
+// Helpers shared by every BlockDevice implementation: request validation, completion of merge
+// chains, and the arithmetic of short transfers.
 //
 // Thread safety: pure functions, except CompleteChain which runs callbacks (see there).
 #pragma once
@@ -26,9 +26,6 @@ struct DeviceGeometry {
 // Returns OK or an InvalidArgument (NotSupported for a write to a read-only device) naming
 // the device, the offending value and the required alignment or size.
 Status ValidateRequest(const IoRequest& req, const DeviceGeometry& geometry);
-
-// CLOCK_MONOTONIC in nanoseconds.
-uint64_t MonotonicNowNs();
 
 // Completes every original request of the merge chain starting at head with `status`:
 // for each, in chain order, clears next_in_merge, sets status, decrements *in_flight, sets

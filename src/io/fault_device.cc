@@ -25,14 +25,14 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <thread>
 #include <vector>
 
+#include "base/aligned_buffer.h"
 #include "base/check.h"
+#include "base/clock.h"
 #include "io/crash_log.h"
 #include "io/device_util.h"
 #include "io/latency_model.h"
@@ -45,7 +45,6 @@ namespace {
 using io_internal::CompleteChain;
 using io_internal::CrashLog;
 using io_internal::MergedRequest;
-using io_internal::MonotonicNowNs;
 
 struct FaultThread;
 
@@ -108,14 +107,9 @@ void OnInnerDone(IoRequest* inner) {
   --shadow->thread->forwarded;
 }
 
-struct FreeDeleter {
-  void operator()(char* p) const { std::free(p); }
-};
-using AlignedBuffer = std::unique_ptr<char, FreeDeleter>;
-
-AlignedBuffer AllocAligned(uint64_t bytes, uint32_t align) {
-  const uint64_t a = std::max<uint64_t>(align, 4096);
-  return AlignedBuffer(static_cast<char*>(std::aligned_alloc(a, (bytes + a - 1) / a * a)));
+// A buffer the inner device accepts (its logical block, at least 4 KiB, for O_DIRECT files).
+Result<AlignedBuffer> InnerBuffer(uint64_t bytes, uint32_t logical_block_bytes) {
+  return AlignedBuffer::TryAllocate(bytes, std::max<size_t>(logical_block_bytes, 4096));
 }
 
 class FaultDeviceImpl final : public FaultDevice {
@@ -378,11 +372,11 @@ Status FaultDeviceImpl::CaptureFlushedImage(uint64_t offset, uint64_t length) {
   std::vector<CrashLog::Run> runs;
   log_.MissingRuns(offset, length, &runs);
   for (const CrashLog::Run& run : runs) {
-    AlignedBuffer buf = AllocAligned(run.length, inner_->logical_block_bytes());
-    if (!buf) return Status::NoSpace(name_ + ": out of memory for the crash log");
-    Status s = inner_->Read(run.offset, buf.get(), run.length);
+    Result<AlignedBuffer> buf = InnerBuffer(run.length, inner_->logical_block_bytes());
+    if (!buf.ok()) return Status::NoSpace(name_ + ": out of memory for the crash log");
+    Status s = inner_->Read(run.offset, buf->data(), run.length);
     if (!s.ok()) return s.WithContext(name_ + ": reading the flushed image for the crash log");
-    log_.Capture(run.offset, buf.get(), run.length);
+    log_.Capture(run.offset, buf->data(), run.length);
   }
   return Status::OK();
 }
@@ -430,10 +424,10 @@ void FaultDeviceImpl::Crash(CrashMode mode, uint64_t seed) {
 
 void FaultDeviceImpl::RollBack() {
   for (CrashLog::ImageRun& run : log_.CrashImage(crash_mode_, crash_seed_)) {
-    AlignedBuffer buf = AllocAligned(run.data.size(), inner_->logical_block_bytes());
-    FOLIO_CHECK_MSG(buf != nullptr, "FaultDevice: out of memory rolling back a crash");
-    std::memcpy(buf.get(), run.data.data(), run.data.size());
-    Status s = inner_->Write(run.offset, buf.get(), run.data.size());
+    Result<AlignedBuffer> buf = InnerBuffer(run.data.size(), inner_->logical_block_bytes());
+    FOLIO_CHECK_MSG(buf.ok(), "FaultDevice: out of memory rolling back a crash");
+    std::memcpy(buf->data(), run.data.data(), run.data.size());
+    Status s = inner_->Write(run.offset, buf->data(), run.data.size());
     FOLIO_CHECK_MSG(s.ok(), "FaultDevice: the inner device failed a crash rollback write");
   }
   log_.Clear();
@@ -480,8 +474,7 @@ Result<size_t> FaultDeviceImpl::Poll(size_t min_complete) {
       // Everything ready waits for the latency model: sleep until the earliest finish.
       uint64_t earliest = UINT64_MAX;
       for (const Ready& r : t->ready) earliest = std::min(earliest, r.finish_ns);
-      const uint64_t now_ns = MonotonicNowNs();
-      if (earliest > now_ns) std::this_thread::sleep_for(std::chrono::nanoseconds(earliest - now_ns));
+      SleepUntilNs(earliest);  // a ManualClock jumps to it
       continue;
     }
     if (t->inner_done_head < t->inner_done.size()) continue;  // completions to process

@@ -7,13 +7,12 @@
 #include <deque>
 #include <random>
 
+#include "base/test_seed.h"
 #include "io/io_test_util.h"
 
 namespace folio {
 namespace {
 
-using io_test::AlignedBuf;
-using io_test::AllocAligned;
 using io_test::Drain;
 
 std::unique_ptr<BlockDevice> Mem(uint64_t size = 1 << 20, uint32_t lbs = 512) {
@@ -24,10 +23,10 @@ std::unique_ptr<BlockDevice> Mem(uint64_t size = 1 << 20, uint32_t lbs = 512) {
 }
 
 std::string ReadAll(BlockDevice* dev, uint64_t offset, uint64_t length) {
-  AlignedBuf buf = AllocAligned(length);
-  Status s = dev->Read(offset, buf.get(), length);
+  AlignedBuffer buf(length);
+  Status s = dev->Read(offset, buf.data(), length);
   EXPECT_TRUE(s.ok()) << s.ToString();
-  return std::string(buf.get(), length);
+  return std::string(buf.data(), length);
 }
 
 // "" when equal, else where and how a differs from b (keeps failure output readable).
@@ -42,9 +41,9 @@ std::string Diff(const std::string& a, const std::string& b) {
 }
 
 Status WriteFill(BlockDevice* dev, uint64_t offset, uint64_t length, char c) {
-  AlignedBuf buf = AllocAligned(length);
-  std::memset(buf.get(), c, length);
-  return dev->Write(offset, buf.get(), length);
+  AlignedBuffer buf(length);
+  std::memset(buf.data(), c, length);
+  return dev->Write(offset, buf.data(), length);
 }
 
 TEST(FaultDevice, FailNthCountsRequestsAsSubmitted) {
@@ -52,12 +51,12 @@ TEST(FaultDevice, FailNthCountsRequestsAsSubmitted) {
   EXPECT_EQ(dev->name(), "fault(mem:1M)");
   dev->FailNth(5);
   // One batch of 8 adjacent writes: the 5th in submission order fails, the rest still merge.
-  AlignedBuf buf = AllocAligned(8 * 4096);
-  std::memset(buf.get(), 'w', 8 * 4096);
+  AlignedBuffer buf(8 * 4096);
+  std::memset(buf.data(), 'w', 8 * 4096);
   std::deque<IoRequest> reqs(8);
   std::vector<IoRequest*> batch;
   for (int i = 0; i < 8; ++i) {
-    reqs[i].Reset(IoOp::kWrite, (7 - i) * 4096ull, 4096, buf.get() + (7 - i) * 4096);
+    reqs[i].Reset(IoOp::kWrite, (7 - i) * 4096ull, 4096, buf.data() + (7 - i) * 4096);
     batch.push_back(&reqs[i]);
   }
   ASSERT_TRUE(dev->Submit(batch).ok());
@@ -82,21 +81,21 @@ TEST(FaultDevice, FailNthOfOneOpAndFailRange) {
   dev->FailNthOf(IoOp::kRead, 2);
   ASSERT_TRUE(WriteFill(dev.get(), 0, 4096, 'a').ok());
   ASSERT_TRUE(WriteFill(dev.get(), 4096, 4096, 'b').ok());
-  AlignedBuf buf = AllocAligned(4096);
-  EXPECT_TRUE(dev->Read(0, buf.get(), 4096).ok());
-  EXPECT_TRUE(dev->Read(0, buf.get(), 4096).IsIOError());
-  EXPECT_TRUE(dev->Read(0, buf.get(), 4096).ok());
+  AlignedBuffer buf(4096);
+  EXPECT_TRUE(dev->Read(0, buf.data(), 4096).ok());
+  EXPECT_TRUE(dev->Read(0, buf.data(), 4096).IsIOError());
+  EXPECT_TRUE(dev->Read(0, buf.data(), 4096).ok());
   dev->FailRange(8192, 4096, /*reads=*/true, /*writes=*/false);
   EXPECT_TRUE(WriteFill(dev.get(), 8192, 4096, 'c').ok());
-  EXPECT_TRUE(dev->Read(4096, buf.get(), 8192 - 4096).ok());
-  EXPECT_TRUE(dev->Read(8192 + 2048, buf.get(), 512).IsIOError());
+  EXPECT_TRUE(dev->Read(4096, buf.data(), 8192 - 4096).ok());
+  EXPECT_TRUE(dev->Read(8192 + 2048, buf.data(), 512).IsIOError());
   dev->FailRange(0, 512, false, true);
   EXPECT_TRUE(WriteFill(dev.get(), 0, 4096, 'z').IsIOError());
   EXPECT_TRUE(dev->Flush().ok());
   EXPECT_EQ(dev->injected_errors(), 3u);
   dev->ClearFailures();
-  EXPECT_TRUE(dev->Read(8192, buf.get(), 4096).ok());
-  EXPECT_EQ(buf.get()[0], 'c');
+  EXPECT_TRUE(dev->Read(8192, buf.data(), 4096).ok());
+  EXPECT_EQ(buf.data()[0], 'c');
 }
 
 TEST(FaultDevice, InjectedErrnoMakesTheFailuresNoSpace) {
@@ -154,9 +153,9 @@ class CrashModel {
       const uint64_t off = 4096 * (rng_() % ((size_ - len) / 4096));
       std::string data(len, '\0');
       for (char& c : data) c = static_cast<char>(rng_());
-      AlignedBuf buf = AllocAligned(len);
-      std::memcpy(buf.get(), data.data(), len);
-      ASSERT_TRUE(dev_->Write(off, buf.get(), len).ok());
+      AlignedBuffer buf(len);
+      std::memcpy(buf.data(), data.data(), len);
+      ASSERT_TRUE(dev_->Write(off, buf.data(), len).ok());
       unflushed_.emplace_back(off, std::move(data));
     }
   }
@@ -188,15 +187,15 @@ class CrashModel {
 };
 
 TEST(FaultDevice, CrashDropsExactlyTheUnflushedWrites) {
-  const uint64_t seed = io_test::TestSeed();
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  const uint64_t seed = TestSeed();
+  FOLIO_SEED_TRACE(seed);
   for (int round = 0; round < 20; ++round) {
     auto dev = FaultDevice::Wrap(Mem(256 << 10));
     CrashModel model(dev.get(), seed + round, 256 << 10);
     model.Run(40, 100);
     dev->Crash(CrashMode::kDropUnflushed, 0);
-    AlignedBuf buf = AllocAligned(4096);
-    Status s = dev->Read(0, buf.get(), 4096);
+    AlignedBuffer buf(4096);
+    Status s = dev->Read(0, buf.data(), 4096);
     EXPECT_TRUE(s.IsIOError());
     EXPECT_NE(s.ToString().find("device crashed"), std::string::npos);
     EXPECT_TRUE(dev->Flush().IsIOError());
@@ -207,8 +206,8 @@ TEST(FaultDevice, CrashDropsExactlyTheUnflushedWrites) {
 }
 
 TEST(FaultDevice, RandomSubsetCrashKeepsAnOrderedSubset) {
-  const uint64_t seed = io_test::TestSeed();
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  const uint64_t seed = TestSeed();
+  FOLIO_SEED_TRACE(seed);
   int nontrivial = 0;
   for (int round = 0; round < 20; ++round) {
     auto dev = FaultDevice::Wrap(Mem(128 << 10, 4096));
@@ -228,12 +227,12 @@ TEST(FaultDevice, CrashWithWritesInFlight) {
   auto dev = FaultDevice::Wrap(Mem());
   ASSERT_TRUE(WriteFill(dev.get(), 0, 65536, 'f').ok());
   ASSERT_TRUE(dev->Flush().ok());
-  AlignedBuf buf = AllocAligned(65536);
-  std::memset(buf.get(), 'u', 65536);
+  AlignedBuffer buf(65536);
+  std::memset(buf.data(), 'u', 65536);
   std::deque<IoRequest> reqs(16);
   std::vector<IoRequest*> batch;
   for (int i = 0; i < 16; ++i) {
-    reqs[i].Reset(IoOp::kWrite, i * 4096ull, 4096, buf.get() + i * 4096);
+    reqs[i].Reset(IoOp::kWrite, i * 4096ull, 4096, buf.data() + i * 4096);
     batch.push_back(&reqs[i]);
   }
   ASSERT_TRUE(dev->Submit(batch).ok());
@@ -286,16 +285,16 @@ TEST(FaultDevice, HddModelChargesSeeksAndTransfer) {
   LatencyModel m = LatencyModel::Parse("hdd:50:1000").value();
   const uint64_t seek_ns = 50000;
   const uint64_t transfer_ns = 4096ull * 1000000000 / (1000ull << 20);
-  AlignedBuf buf = AllocAligned(4096);
+  AlignedBuffer buf(4096);
   dev->SetLatency(m);
-  for (int i = 0; i < 32; ++i) ASSERT_TRUE(dev->Read(i * 4096ull, buf.get(), 4096).ok());
+  for (int i = 0; i < 32; ++i) ASSERT_TRUE(dev->Read(i * 4096ull, buf.data(), 4096).ok());
   LatencyModelStats seq = dev->latency_stats();
   EXPECT_EQ(seq.requests, 32u);
   EXPECT_EQ(seq.seeks, 1u);
   EXPECT_EQ(seq.busy_ns, seek_ns + 32 * transfer_ns);
   // Backward jumps always seek: 32 reads walking down the device.
   dev->SetLatency(m);
-  for (int i = 31; i >= 0; --i) ASSERT_TRUE(dev->Read(i * 65536ull, buf.get(), 4096).ok());
+  for (int i = 31; i >= 0; --i) ASSERT_TRUE(dev->Read(i * 65536ull, buf.data(), 4096).ok());
   LatencyModelStats rnd = dev->latency_stats();
   EXPECT_EQ(rnd.seeks, 32u);
   EXPECT_EQ(rnd.skips, 0u);
@@ -303,22 +302,22 @@ TEST(FaultDevice, HddModelChargesSeeksAndTransfer) {
   // A short forward gap (4 KiB: 3.9 us at 1000 MiB/s, less than the 50 us seek) passes under
   // the head; a long one (1 MiB: 1 ms) is a seek.
   dev->SetLatency(m);
-  for (int i = 0; i < 8; ++i) ASSERT_TRUE(dev->Read(i * 8192ull, buf.get(), 4096).ok());
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(dev->Read(i * 8192ull, buf.data(), 4096).ok());
   LatencyModelStats gaps = dev->latency_stats();
   EXPECT_EQ(gaps.seeks, 1u);
   EXPECT_EQ(gaps.skips, 7u);
   EXPECT_EQ(gaps.busy_ns, seek_ns + 8 * transfer_ns + 7 * transfer_ns);
   dev->SetLatency(m);
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(dev->Read(i * 1048576ull, buf.get(), 4096).ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(dev->Read(i * 1048576ull, buf.data(), 4096).ok());
   EXPECT_EQ(dev->latency_stats().seeks, 3u);
   EXPECT_EQ(dev->latency_stats().skips, 0u);
   // The model sees merged requests: 8 adjacent writes in one batch cost one request.
   dev->SetLatency(m);
-  AlignedBuf big = AllocAligned(32768);
+  AlignedBuffer big(32768);
   std::deque<IoRequest> reqs(8);
   std::vector<IoRequest*> batch;
   for (int i = 0; i < 8; ++i) {
-    reqs[i].Reset(IoOp::kWrite, 1048576 + i * 4096ull, 4096, big.get() + i * 4096);
+    reqs[i].Reset(IoOp::kWrite, 1048576 + i * 4096ull, 4096, big.data() + i * 4096);
     batch.push_back(&reqs[i]);
   }
   ASSERT_TRUE(dev->Submit(batch).ok());

@@ -15,8 +15,6 @@
 namespace folio {
 namespace {
 
-using io_test::AlignedBuf;
-using io_test::AllocAligned;
 
 class FileDeviceTest : public ::testing::TestWithParam<FileEngine> {
  protected:
@@ -54,14 +52,14 @@ TEST_P(FileDeviceTest, SizeMustBeMultipleOf4096) {
 
 TEST_P(FileDeviceTest, CreateExtendsAndReopenKeepsData) {
   const std::string path = dir_.File("f");
-  AlignedBuf buf = AllocAligned(8192);
-  std::memset(buf.get(), 0x33, 8192);
+  AlignedBuffer buf(8192);
+  std::memset(buf.data(), 0x33, 8192);
   {
     auto dev = OpenFileDevice(path, Options(1 << 20));
     ASSERT_TRUE(dev.ok()) << dev.status().ToString();
     EXPECT_EQ((*dev)->size_bytes(), 1u << 20);
     EXPECT_EQ((*dev)->name(), "file:" + path);
-    ASSERT_TRUE((*dev)->Write(8192, buf.get(), 8192).ok());
+    ASSERT_TRUE((*dev)->Write(8192, buf.data(), 8192).ok());
     ASSERT_TRUE((*dev)->Flush().ok());
   }
   struct stat st;
@@ -72,10 +70,10 @@ TEST_P(FileDeviceTest, CreateExtendsAndReopenKeepsData) {
   auto dev = OpenFileDevice(path, o);
   ASSERT_TRUE(dev.ok()) << dev.status().ToString();
   EXPECT_EQ((*dev)->size_bytes(), 1u << 20);
-  std::memset(buf.get(), 0, 8192);
-  ASSERT_TRUE((*dev)->Read(8192, buf.get(), 8192).ok());
-  EXPECT_EQ(buf.get()[8191], 0x33);
-  Status s = (*dev)->Write(0, buf.get(), 4096);
+  std::memset(buf.data(), 0, 8192);
+  ASSERT_TRUE((*dev)->Read(8192, buf.data(), 8192).ok());
+  EXPECT_EQ(buf.data()[8191], 0x33);
+  Status s = (*dev)->Write(0, buf.data(), 4096);
   EXPECT_EQ(s.code(), StatusCode::kNotSupported) << s.ToString();
   EXPECT_NE(s.ToString().find("read-only"), std::string::npos);
 }
@@ -96,18 +94,18 @@ void FileDeviceTest::ShortReadAtEndOfFile(bool direct) {
   o.direct = direct;
   auto dev = OpenFileDevice(path, o);
   ASSERT_TRUE(dev.ok()) << dev.status().ToString();
-  AlignedBuf buf = AllocAligned(65536);
-  std::memset(buf.get(), 0x7e, 65536);
-  ASSERT_TRUE((*dev)->Write(0, buf.get(), 65536).ok());
+  AlignedBuffer buf(65536);
+  std::memset(buf.data(), 0x7e, 65536);
+  ASSERT_TRUE((*dev)->Write(0, buf.data(), 65536).ok());
   ASSERT_TRUE((*dev)->Flush().ok());
   ASSERT_EQ(::truncate(path.c_str(), 5000), 0);
-  std::memset(buf.get(), 0x11, 65536);
-  Status s = (*dev)->Read(0, buf.get(), 16384);
+  std::memset(buf.data(), 0x11, 65536);
+  Status s = (*dev)->Read(0, buf.data(), 16384);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_EQ(buf.get()[4999], 0x7e);
-  EXPECT_EQ(buf.get()[5000], 0);
-  EXPECT_EQ(buf.get()[16383], 0);
-  EXPECT_EQ(buf.get()[16384], 0x11);
+  EXPECT_EQ(buf.data()[4999], 0x7e);
+  EXPECT_EQ(buf.data()[5000], 0);
+  EXPECT_EQ(buf.data()[16383], 0);
+  EXPECT_EQ(buf.data()[16384], 0x11);
 }
 
 TEST_P(FileDeviceTest, ODirectRefusedIsNotSupported) {
@@ -154,8 +152,8 @@ TEST(FileEngineFallback, AutoFallsBackWithOneWarningLine) {
   ASSERT_TRUE(dev.ok()) << dev.status().ToString();
   EXPECT_EQ(err, "folio: warning: io_uring unavailable (Function not implemented); using "
                  "pread/pwrite\n");
-  AlignedBuf buf = AllocAligned(4096);
-  EXPECT_TRUE((*dev)->Write(0, buf.get(), 4096).ok());
+  AlignedBuffer buf(4096);
+  EXPECT_TRUE((*dev)->Write(0, buf.data(), 4096).ok());
   EXPECT_FALSE(strict.ok());
 }
 
@@ -175,8 +173,8 @@ TEST(UringFixedBuffers, RegisteredArenaBuffersUseFixedSqes) {
   auto dev = OpenFileDevice(dir.File("f"), o);
   ASSERT_TRUE(dev.ok()) << dev.status().ToString();
   BlockDevice* d = dev->get();
-  AlignedBuf plain = AllocAligned(65536);
-  ASSERT_TRUE(d->Read(0, plain.get(), 4096).ok());  // the ring exists before registration
+  AlignedBuffer plain(65536);
+  ASSERT_TRUE(d->Read(0, plain.data(), 4096).ok());  // the ring exists before registration
   ASSERT_TRUE(d->RegisterArena(arena->get()).ok());
   Folio* a = (*arena)->Alloc(4).value();
   Folio* b = (*arena)->Alloc(4).value();
@@ -187,9 +185,9 @@ TEST(UringFixedBuffers, RegisteredArenaBuffersUseFixedSqes) {
   ASSERT_TRUE(d->Read(65536, pb, 65536).ok());
   EXPECT_EQ(std::memcmp(pa, pb, 65536), 0);
   EXPECT_EQ(io_internal::FixedBufferRequestsForTest(d), 2u);
-  ASSERT_TRUE(d->Read(65536, plain.get(), 65536).ok());  // outside the arena: no fixed SQE
+  ASSERT_TRUE(d->Read(65536, plain.data(), 65536).ok());  // outside the arena: no fixed SQE
   EXPECT_EQ(io_internal::FixedBufferRequestsForTest(d), 2u);
-  EXPECT_EQ(std::memcmp(plain.get(), pb, 65536), 0);
+  EXPECT_EQ(std::memcmp(plain.data(), pb, 65536), 0);
   (*arena)->Free(a);
   (*arena)->Free(b);
 }

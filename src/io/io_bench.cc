@@ -7,13 +7,14 @@
 //                      [--arena] [--single]
 //   --arena  buffers come from a registered FolioArena (io_uring fixed buffers)
 //   --single one Submit per request instead of one batch per Poll
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "base/aligned_buffer.h"
+#include "base/clock.h"
 #include "folio/arena.h"
 #include "folio/block_device.h"
 
@@ -77,7 +78,7 @@ int Run(int argc, char** argv) {
   }
   std::unique_ptr<FolioArena> arena;
   std::vector<char*> bufs;
-  char* plain = nullptr;
+  AlignedBuffer plain;
   if (use_arena) {
     ArenaOptions ao;
     ao.capacity_bytes = std::max<size_t>(qd * bs, 2 << 20);
@@ -90,8 +91,8 @@ int Run(int argc, char** argv) {
     (void)(*dev)->RegisterArena(arena.get());
     for (uint32_t i = 0; i < qd; ++i) bufs.push_back(arena->base() + i * bs);
   } else {
-    plain = static_cast<char*>(std::aligned_alloc(4096, qd * bs));
-    for (uint32_t i = 0; i < qd; ++i) bufs.push_back(plain + i * bs);
+    plain = AlignedBuffer(qd * bs);
+    for (uint32_t i = 0; i < qd; ++i) bufs.push_back(plain.data() + i * bs);
   }
   Bench b;
   b.dev = dev->get();
@@ -106,15 +107,15 @@ int Run(int argc, char** argv) {
     batch.push_back(&reqs[i]);
   }
   b.resubmit.reserve(qd);
-  const auto start = std::chrono::steady_clock::now();
-  const auto end = start + std::chrono::duration<double>(seconds);
+  const uint64_t start_ns = MonotonicNowNs();
+  const uint64_t end_ns = start_ns + static_cast<uint64_t>(seconds * 1e9);
   uint64_t ops = 0;
   if (!(*dev)->Submit(batch).ok()) return 1;
   for (;;) {
     auto n = (*dev)->Poll(1);
     if (!n.ok()) return 1;
     ops += *n;
-    if (std::chrono::steady_clock::now() >= end) break;
+    if (MonotonicNowNs() >= end_ns) break;
     for (IoRequest* r : b.resubmit) r->Reset(IoOp::kRead, b.NextOffset(), bs, r->buf);
     if (single) {
       for (IoRequest* r : b.resubmit) {
@@ -126,7 +127,7 @@ int Run(int argc, char** argv) {
     }
     b.resubmit.clear();
   }
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double elapsed = static_cast<double>(MonotonicNowNs() - start_ns) / 1e9;
   while ((*dev)->InFlight() > 0) (void)(*dev)->Poll(1);
   DeviceStatsSnapshot st = (*dev)->stats();
   std::printf("io_bench: %s engine=%s qd=%u bs=%lu arena=%d: %.0f IOPS (%.1f MiB/s), "
@@ -135,7 +136,6 @@ int Run(int argc, char** argv) {
               static_cast<unsigned long>(bs), use_arena ? 1 : 0, ops / elapsed,
               ops * bs / elapsed / (1 << 20), st.latency_ns.Mean() / 1000.0,
               st.latency_ns.Percentile(0.99) / 1000.0, static_cast<unsigned long>(b.errors));
-  std::free(plain);
   return 0;
 }
 

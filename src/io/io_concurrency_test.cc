@@ -9,17 +9,16 @@
 #include <thread>
 
 #include "folio/fault_device.h"
+#include "base/test_seed.h"
 #include "io/io_test_util.h"
 
 namespace folio {
 namespace {
 
-using io_test::AlignedBuf;
-using io_test::AllocAligned;
 
 struct Slot {
   IoRequest req;
-  AlignedBuf buf;
+  AlignedBuffer buf;
   const std::vector<char>* ref = nullptr;
   uint64_t base = 0;  // device offset of ref[0]
   int* done = nullptr;
@@ -45,15 +44,15 @@ void Worker(BlockDevice* dev, uint64_t base, uint64_t bytes, uint64_t seed, int 
   std::mt19937_64 rng(seed);
   std::vector<char> ref(bytes, 0);
   {
-    AlignedBuf initial = AllocAligned(bytes);  // what earlier users left in the range
-    if (!dev->Read(base, initial.get(), bytes).ok()) ++*bad_out;
-    std::memcpy(ref.data(), initial.get(), bytes);
+    AlignedBuffer initial(bytes);  // what earlier users left in the range
+    if (!dev->Read(base, initial.data(), bytes).ok()) ++*bad_out;
+    std::memcpy(ref.data(), initial.data(), bytes);
   }
   std::vector<bool> block_busy(bytes / 4096, false);
   std::deque<Slot> slots(32);
   int done = 0, bad = 0, submitted = 0;
   for (Slot& s : slots) {
-    s.buf = AllocAligned(4 * 4096);
+    s.buf = AlignedBuffer(4 * 4096);
     s.ref = &ref;
     s.base = base;
     s.done = &done;
@@ -79,12 +78,12 @@ void Worker(BlockDevice* dev, uint64_t base, uint64_t bytes, uint64_t seed, int 
       if (!free) continue;
       for (uint64_t b = first; b < first + n; ++b) block_busy[b] = true;
       const bool write = rng() % 2;
-      s.req.Reset(write ? IoOp::kWrite : IoOp::kRead, base + first * 4096, n * 4096, s.buf.get());
+      s.req.Reset(write ? IoOp::kWrite : IoOp::kRead, base + first * 4096, n * 4096, s.buf.data());
       s.req.done = OnDone;
       s.req.ctx = &s;
       if (write) {
-        for (uint64_t i = 0; i < n * 4096; i += 64) s.buf.get()[i] = static_cast<char>(rng());
-        std::memcpy(ref.data() + first * 4096, s.buf.get(), n * 4096);
+        for (uint64_t i = 0; i < n * 4096; i += 64) s.buf.data()[i] = static_cast<char>(rng());
+        std::memcpy(ref.data() + first * 4096, s.buf.data(), n * 4096);
       }
       s.busy = true;
       batch.push_back(&s.req);
@@ -95,16 +94,16 @@ void Worker(BlockDevice* dev, uint64_t base, uint64_t bytes, uint64_t seed, int 
   }
   if (!io_test::Drain(dev)) ++bad;
   if (done != submitted) ++bad;
-  AlignedBuf all = AllocAligned(bytes);
-  if (!dev->Read(base, all.get(), bytes).ok() || std::memcmp(all.get(), ref.data(), bytes) != 0) {
+  AlignedBuffer all(bytes);
+  if (!dev->Read(base, all.data(), bytes).ok() || std::memcmp(all.data(), ref.data(), bytes) != 0) {
     ++bad;
   }
   *bad_out += bad;
 }
 
 void RunThreads(BlockDevice* dev, int threads, uint64_t per_thread_bytes, int rounds) {
-  const uint64_t seed = io_test::TestSeed();
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  const uint64_t seed = TestSeed();
+  FOLIO_SEED_TRACE(seed);
   std::vector<std::thread> ts;
   std::vector<int> bad(threads, 0);
   for (int i = 0; i < threads; ++i) {

@@ -13,24 +13,11 @@
 #include <random>
 #include <string>
 
+#include "base/aligned_buffer.h"
+#include "base/test_seed.h"
 #include "folio/block_device.h"
 
 namespace folio::io_test {
-
-// The seed of a model test: FOLIO_SEED if set, else a fresh random one (print it in traces).
-inline uint64_t TestSeed() {
-  if (const char* s = std::getenv("FOLIO_SEED")) return std::strtoull(s, nullptr, 0);
-  return std::random_device{}();
-}
-
-struct FreeDeleter {
-  void operator()(char* p) const { std::free(p); }
-};
-using AlignedBuf = std::unique_ptr<char, FreeDeleter>;
-
-inline AlignedBuf AllocAligned(size_t bytes, size_t align = 4096) {
-  return AlignedBuf(static_cast<char*>(std::aligned_alloc(align, (bytes + align - 1) / align * align)));
-}
 
 // A mkdtemp directory under /tmp, removed with its contents.
 class TempDir {

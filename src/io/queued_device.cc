@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "base/clock.h"
 #include "io/completion_queue.h"
 
 namespace folio::io_internal {

@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 
+#include "base/test_seed.h"
 #include "io/io_test_util.h"
 
 namespace folio::io_internal {
@@ -124,8 +125,8 @@ TEST_F(MergerTest, SegmentCap) {
 // order, within limits, their iovecs reproduce the originals' buffers, and the output is
 // maximal (no two consecutive outputs could have merged).
 TEST_F(MergerTest, RandomBatchesModel) {
-  const uint64_t seed = io_test::TestSeed();
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  const uint64_t seed = TestSeed();
+  FOLIO_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
   auto arena = std::make_unique<char[]>(1 << 22);
   for (int round = 0; round < 300; ++round) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "folio/arena.h"
 #include "io/completion_queue.h"
 #include "io/device_util.h"

@@ -15,15 +15,11 @@
 #include <thread>
 #include <vector>
 
+#include "base/test_seed.h"
 #include "folio/arena.h"
 
 namespace folio {
 namespace {
-
-uint64_t Seed() {
-  const char* s = std::getenv("FOLIO_SEED");
-  return s ? std::strtoull(s, nullptr, 0) : 0xc0ffee;
-}
 
 // Every 4K page of a folio starts with its tag and page number; the tag lives in
 // private_data so any thread can check the folio it received.
@@ -172,8 +168,8 @@ class CrossThreadRun {
 };
 
 TEST(ArenaConcurrencyTest, AllocFreeAcrossThreads) {
-  const uint64_t seed = Seed();
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  const uint64_t seed = TestSeedOr(0xc0ffee);
+  FOLIO_SEED_TRACE(seed);
   ArenaOptions opts;
   opts.capacity_bytes = 16 << 20;
   auto arena_or = FolioArena::Create(opts);

@@ -4,7 +4,6 @@
 #include <sys/mman.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -12,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "base/units.h"
 #include "mem/smaps.h"
 
@@ -202,7 +202,7 @@ void ArenaMemory::Setup4k() {
 }
 
 Status ArenaMemory::Prefault() {
-  auto start = std::chrono::steady_clock::now();
+  const uint64_t start_ns = MonotonicNowNs();
   Status status;
   bool stopped = false;
   for (size_t off = 0; off < bytes_; off += kMaxFolioBytes) {
@@ -216,9 +216,7 @@ Status ArenaMemory::Prefault() {
       CollapseChunk(base_ + off);
     }
   }
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::steady_clock::now() - start);
-  prefault_ns_.store(static_cast<uint64_t>(ns.count()), std::memory_order_relaxed);
+  prefault_ns_.store(MonotonicNowNs() - start_ns, std::memory_order_relaxed);
   if (status.ok() && !stopped) prefault_done_.store(true, std::memory_order_release);
   return status;
 }

@@ -8,13 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "base/test_seed.h"
 #include "folio/arena.h"
 
 namespace folio {
 namespace {
 
 std::vector<uint64_t> Seeds() {
-  if (const char* s = std::getenv("FOLIO_SEED")) return {std::strtoull(s, nullptr, 0)};
+  if (const std::optional<uint64_t> seed = EnvSeed()) return {*seed};
   return {1, 2, 3, 0x5eed, 20240601};
 }
 
@@ -217,7 +218,7 @@ class ModelRun {
 };
 
 void RunModel(uint64_t seed, size_t capacity_bytes, int ops) {
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  FOLIO_SEED_TRACE(seed);
   ArenaOptions opts;
   opts.capacity_bytes = capacity_bytes;
   auto arena_or = FolioArena::Create(opts);

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "base/test_seed.h"
 #include "meta/meta_engine.h"
 
 namespace folio::meta {
@@ -41,12 +42,6 @@ inline void PrintTo(const MetaEngineFactory& f, std::ostream* os) { *os << f.nam
 
 inline std::string MetaFactoryName(const testing::TestParamInfo<MetaEngineFactory>& info) {
   return info.param.name;
-}
-
-// FOLIO_SEED (any base strtoull accepts: 0x.., decimal) or `fallback`.
-inline uint64_t MetaTestSeed(uint64_t fallback) {
-  const char* s = std::getenv("FOLIO_SEED");
-  return s != nullptr ? std::strtoull(s, nullptr, 0) : fallback;
 }
 
 class MetaEngineTest : public testing::TestWithParam<MetaEngineFactory> {

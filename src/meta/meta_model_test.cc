@@ -397,10 +397,10 @@ class Ops {
 };
 
 TEST_P(MetaEngineTest, ModelOfRandomTransactions) {
-  const uint64_t seed = MetaTestSeed(0x5eed0001);
+  const uint64_t seed = TestSeedOr(0x5eed0001);
   const char* txns_env = std::getenv("FOLIO_MODEL_TXNS");
   const int txns = txns_env ? std::atoi(txns_env) : 1500;
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  FOLIO_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
   Model model;
   int aborted = 0;
@@ -452,7 +452,7 @@ TEST_P(MetaEngineTest, ModelOfRandomTransactions) {
     return Ops(unused, t, model).CheckAll();
   }).ok());
   EXPECT_GT(aborted, txns / 20);  // the run exercised aborts
-  if (HasFailure()) ADD_FAILURE() << "reproduce with FOLIO_SEED=" << seed;
+  if (HasFailure()) ADD_FAILURE() << "reproduce with " << SeedTrace(seed);
   RecordProperty("ops", ops);
 }
 

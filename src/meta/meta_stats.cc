@@ -1,16 +1,10 @@
 #include "meta/meta_stats.h"
 
-#include <chrono>
 #include <mutex>
 
+#include "base/clock.h"
+
 namespace folio::meta {
-namespace {
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-}  // namespace
 
 OpStatsTable::Op& OpStatsTable::Get(std::string_view op) {
   {
@@ -40,12 +34,12 @@ std::vector<MetaOpStats> OpStatsTable::Snapshot() const {
   return out;
 }
 
-OpTimer::OpTimer(OpStatsTable::Op& op) : op_(op), start_ns_(NowNs()) {}
+OpTimer::OpTimer(OpStatsTable::Op& op) : op_(op), start_ns_(MonotonicNowNs()) {}
 
 OpTimer::~OpTimer() {
   op_.count.fetch_add(1, std::memory_order_relaxed);
   if (error_) op_.errors.fetch_add(1, std::memory_order_relaxed);
-  op_.latency_ns.Record(NowNs() - start_ns_);
+  op_.latency_ns.Record(MonotonicNowNs() - start_ns_);
 }
 
 Status OpTimer::Finish(Status s) {

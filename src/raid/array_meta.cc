@@ -5,19 +5,11 @@
 #include <cstring>
 #include <ctime>
 
+#include "base/aligned_buffer.h"
 #include "base/check.h"
 
 namespace folio::raid {
 namespace {
-
-struct FreeDeleter {
-  void operator()(char* p) const { std::free(p); }
-};
-using AlignedBlock = std::unique_ptr<char, FreeDeleter>;
-
-AlignedBlock AllocBlock(size_t bytes) {
-  return AlignedBlock(static_cast<char*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096)));
-}
 
 SlotHealth HealthOf(SlotState s) {
   switch (s) {
@@ -110,7 +102,7 @@ void ArrayMeta::SetRebuildLocked(uint32_t slot, uint64_t pos) {
 }
 
 Status ArrayMeta::WriteAllLocked() {
-  AlignedBlock block = AllocBlock(kSuperblockBytes);
+  AlignedBuffer block(kSuperblockBytes);
   Status first_error;
   for (uint32_t attempt = 0; attempt <= member_count_; ++attempt) {
     ++sb_.events;
@@ -123,8 +115,8 @@ Status ArrayMeta::WriteAllLocked() {
       copy.role = s;
       copy.member_uuid = sb_.slot_uuids[s];
       const SuperblockBlock encoded = EncodeSuperblock(copy);
-      std::memcpy(block.get(), encoded.data(), kSuperblockBytes);
-      Status st = slots_[s].device->Write(0, block.get(), kSuperblockBytes);
+      std::memcpy(block.data(), encoded.data(), kSuperblockBytes);
+      Status st = slots_[s].device->Write(0, block.data(), kSuperblockBytes);
       if (st.ok()) st = slots_[s].device->Flush();
       sb_writes_.fetch_add(1, std::memory_order_relaxed);
       if (st.ok()) {
@@ -210,15 +202,15 @@ Status ArrayMeta::SetRebuildPositions(std::span<const RebuildMove> moves,
 Status ArrayMeta::WriteBitmap(const char* image, bool flush) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t bytes = sb_.bitmap_bytes;
-  AlignedBlock block = AllocBlock(bytes);
-  std::memcpy(block.get(), image, bytes);
+  AlignedBuffer block(bytes);
+  std::memcpy(block.data(), image, bytes);
   bitmap_writes_.fetch_add(1, std::memory_order_relaxed);
   bool any_failed = false;
   uint32_t written = 0;
   Status first_error;
   for (uint32_t s = 0; s < member_count_; ++s) {
     if (!Writable(s)) continue;
-    Status st = slots_[s].device->Write(sb_.bitmap_offset_bytes, block.get(), bytes);
+    Status st = slots_[s].device->Write(sb_.bitmap_offset_bytes, block.data(), bytes);
     if (st.ok() && flush) st = slots_[s].device->Flush();
     if (st.ok()) {
       ++written;
@@ -244,13 +236,13 @@ MemberHeader ReadMemberHeader(const std::string& name, BlockDevice* device) {
                                       std::to_string(device->size_bytes()) + " bytes)");
     return h;
   }
-  AlignedBlock block = AllocBlock(kSuperblockBytes);
-  Status st = device->Read(0, block.get(), kSuperblockBytes);
+  AlignedBuffer block(kSuperblockBytes);
+  Status st = device->Read(0, block.data(), kSuperblockBytes);
   if (!st.ok()) {
     h.superblock = st.WithContext("member " + name + ": reading the superblock");
     return h;
   }
-  h.superblock = DecodeSuperblock({block.get(), kSuperblockBytes}, name, device->size_bytes());
+  h.superblock = DecodeSuperblock({block.data(), kSuperblockBytes}, name, device->size_bytes());
   return h;
 }
 

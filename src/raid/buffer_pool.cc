@@ -1,6 +1,6 @@
 #include "raid/buffer_pool.h"
 
-#include <cstdlib>
+#include <utility>
 
 #include "base/check.h"
 #include "base/units.h"
@@ -32,7 +32,11 @@ char* StripeBufferPool::AllocFresh(int shift) {
     if (folio.ok()) return arena_->Data(*folio);
   }
   if (arena_ != nullptr) ++heap_fallbacks_;
-  return static_cast<char*>(std::aligned_alloc(4096, uint64_t{1} << shift));
+  Result<AlignedBuffer> buf = AlignedBuffer::TryAllocate(uint64_t{1} << shift);
+  if (!buf.ok()) return nullptr;
+  char* p = buf->data();
+  heap_.emplace(p, std::move(buf).value());
+  return p;
 }
 
 void StripeBufferPool::ReleaseOne(int shift, char* p) {
@@ -40,7 +44,7 @@ void StripeBufferPool::ReleaseOne(int shift, char* p) {
   if (arena_ != nullptr && arena_->Contains(p)) {
     arena_->Free(arena_->FrameOf(p));
   } else {
-    std::free(p);
+    FOLIO_CHECK(heap_.erase(p) == 1);
   }
 }
 

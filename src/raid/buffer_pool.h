@@ -10,7 +10,10 @@
 
 #include <cstdint>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
+
+#include "base/aligned_buffer.h"
 
 namespace folio {
 class FolioArena;
@@ -56,6 +59,8 @@ class StripeBufferPool {
   uint64_t in_use_bytes_ = 0;               // GUARDED_BY(mu_)
   uint64_t held_bytes_ = 0;                 // GUARDED_BY(mu_)
   uint64_t heap_fallbacks_ = 0;             // GUARDED_BY(mu_)
+  // Buffers from the heap (not the arena), by address; only grown / shrunk off the hot path.
+  std::unordered_map<char*, AlignedBuffer> heap_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace folio::raid

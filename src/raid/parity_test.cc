@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "base/aligned_buffer.h"
+#include "base/test_seed.h"
+
 namespace folio::raid {
 namespace {
 
@@ -32,24 +35,18 @@ uint8_t RefPow2(uint32_t e) {
   return v;
 }
 
-struct Free {
-  void operator()(char* p) const { std::free(p); }
-};
-using Buf = std::unique_ptr<char, Free>;
-
-Buf Alloc(size_t len) {
-  return Buf(static_cast<char*>(std::aligned_alloc(64, (len + 63) / 64 * 64)));
-}
+// The parity kernels need 64-byte (cache line) alignment, not 4K.
+AlignedBuffer Alloc(size_t len) { return AlignedBuffer(len, 64); }
 
 // A stripe slice: k data blocks + parity blocks, filled with random bytes.
 struct Slice {
-  std::vector<Buf> bufs;
+  std::vector<AlignedBuffer> bufs;
   std::vector<char*> ptrs;
   Slice(size_t n, size_t len, std::mt19937_64& rng) {
     for (size_t i = 0; i < n; ++i) {
       bufs.push_back(Alloc(len));
-      for (size_t b = 0; b < len; ++b) bufs.back().get()[b] = static_cast<char>(rng());
-      ptrs.push_back(bufs.back().get());
+      for (size_t b = 0; b < len; ++b) bufs.back().data()[b] = static_cast<char>(rng());
+      ptrs.push_back(bufs.back().data());
     }
   }
 };
@@ -68,11 +65,6 @@ void RefParity(const Slice& s, uint32_t k, size_t len, std::vector<uint8_t>* p,
   }
 }
 
-uint64_t Seed() {
-  const char* env = std::getenv("FOLIO_SEED");
-  return env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-}
-
 constexpr size_t kLens[] = {32, 64, 96, 4096};
 
 TEST(Parity, GfHelpersMatchReference) {
@@ -85,8 +77,8 @@ TEST(Parity, GfHelpersMatchReference) {
 }
 
 TEST(Parity, XorAndPqMatchReference) {
-  const uint64_t seed = Seed();
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  const uint64_t seed = TestSeed();
+  FOLIO_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
   for (size_t len : kLens) {
     for (uint32_t k = 1; k <= 12; ++k) {
@@ -105,8 +97,8 @@ TEST(Parity, XorAndPqMatchReference) {
 }
 
 TEST(Parity, XorIntoAndParityUpdate) {
-  const uint64_t seed = Seed();
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  const uint64_t seed = TestSeed();
+  FOLIO_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
   for (size_t len : kLens) {
     const uint32_t k = 5;
@@ -115,11 +107,11 @@ TEST(Parity, XorIntoAndParityUpdate) {
     for (uint32_t d = 0; d < k; ++d) {
       // New contents of block d; delta = old ^ new.
       Slice fresh(1, len, rng);
-      Buf delta = Alloc(len);
-      std::memcpy(delta.get(), s.ptrs[d], len);
-      XorInto(delta.get(), fresh.ptrs[0], len);
+      AlignedBuffer delta = Alloc(len);
+      std::memcpy(delta.data(), s.ptrs[d], len);
+      XorInto(delta.data(), fresh.ptrs[0], len);
       std::memcpy(s.ptrs[d], fresh.ptrs[0], len);
-      ParityUpdate(delta.get(), d, s.ptrs[k], s.ptrs[k + 1], len);
+      ParityUpdate(delta.data(), d, s.ptrs[k], s.ptrs[k + 1], len);
       std::vector<uint8_t> p, q;
       RefParity(s, k, len, &p, &q);
       ASSERT_EQ(0, std::memcmp(s.ptrs[k], p.data(), len)) << "d=" << d << " len=" << len;
@@ -130,8 +122,8 @@ TEST(Parity, XorIntoAndParityUpdate) {
 
 // Every single lost block (RAID 5 and 6) and every pair (RAID 6) is rebuilt exactly.
 TEST(Parity, RecoverEveryLostSetAgainstReference) {
-  const uint64_t seed = Seed();
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  const uint64_t seed = TestSeed();
+  FOLIO_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
   for (size_t len : kLens) {
     for (uint32_t parity = 1; parity <= 2; ++parity) {

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <set>
 
+#include "base/aligned_buffer.h"
 #include "base/check.h"
 #include "base/units.h"
 #include "raid/raid_device_impl.h"
@@ -186,10 +187,9 @@ Result<std::unique_ptr<RaidDevice>> CreateImpl(std::vector<RaidMember> members,
   auto bitmap = std::make_unique<WriteIntentBitmap>((data + region - 1) / region, region,
                                                     kBitmapBytes);
   if (!create.assume_clean && create.level != RaidLevel::kRaid0) bitmap->MarkAllForResync();
-  std::unique_ptr<char, void (*)(void*)> image(
-      static_cast<char*>(std::aligned_alloc(4096, kBitmapBytes)), std::free);
-  bitmap->MarkDurable(bitmap->Snapshot(image.get()));
-  FOLIO_RETURN_IF_ERROR(meta->WriteBitmap(image.get(), /*flush=*/true));
+  AlignedBuffer image(kBitmapBytes);
+  bitmap->MarkDurable(bitmap->Snapshot(image.data()));
+  FOLIO_RETURN_IF_ERROR(meta->WriteBitmap(image.data(), /*flush=*/true));
   if (create.level == RaidLevel::kRaid0) bitmap.reset();
   const RaidOptions o = WithMinimumCache(options, geometry, unit);
   return std::unique_ptr<RaidDevice>(
@@ -221,12 +221,11 @@ Result<std::unique_ptr<RaidDevice>> AssembleImpl(std::vector<RaidMember> members
   if (sb.level != RaidLevel::kRaid0) {
     bitmap = std::make_unique<WriteIntentBitmap>(sb.bitmap_bits(), sb.bitmap_region_bytes,
                                                  sb.bitmap_bytes);
-    std::unique_ptr<char, void (*)(void*)> image(
-        static_cast<char*>(std::aligned_alloc(4096, sb.bitmap_bytes)), std::free);
+    AlignedBuffer image(sb.bitmap_bytes);
     for (uint32_t s = 0; s < sb.member_count; ++s) {
       if (meta->health(s) == SlotHealth::kFailed) continue;
-      if (meta->device(s)->Read(sb.bitmap_offset_bytes, image.get(), sb.bitmap_bytes).ok()) {
-        bitmap->LoadImage({image.get(), sb.bitmap_bytes});
+      if (meta->device(s)->Read(sb.bitmap_offset_bytes, image.data(), sb.bitmap_bytes).ok()) {
+        bitmap->LoadImage({image.data(), sb.bitmap_bytes});
       }
     }
   }

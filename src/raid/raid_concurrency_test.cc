@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "folio/raid.h"
+#include "base/test_seed.h"
 #include "raid/raid_test_util.h"
 
 namespace folio::raid_test {
@@ -22,7 +23,7 @@ constexpr uint64_t kMemberBytes = (1 << 20) + (256 << 10);
 
 struct Slot {
   IoRequest req;
-  AlignedBuf buf = AllocAligned(4096);
+  AlignedBuffer buf{4096};
   uint64_t block = 0;
   uint64_t value = 0;
 };
@@ -47,9 +48,9 @@ void Worker(RaidDevice* dev, uint32_t t, uint32_t threads, uint64_t seed, int op
       if (dup) continue;
       if (write) {
         s->value = rng() | 1;
-        for (int w = 0; w < 512; ++w) std::memcpy(s->buf.get() + 8 * w, &s->value, 8);
+        for (int w = 0; w < 512; ++w) std::memcpy(s->buf.data() + 8 * w, &s->value, 8);
       }
-      s->req.Reset(write ? IoOp::kWrite : IoOp::kRead, s->block * 4096, 4096, s->buf.get());
+      s->req.Reset(write ? IoOp::kWrite : IoOp::kRead, s->block * 4096, 4096, s->buf.data());
       ptrs.push_back(&s->req);
       batch.push_back(std::move(s));
     }
@@ -73,7 +74,7 @@ void Worker(RaidDevice* dev, uint32_t t, uint32_t threads, uint64_t seed, int op
         continue;
       }
       uint64_t got;
-      std::memcpy(&got, s->buf.get(), 8);
+      std::memcpy(&got, s->buf.data(), 8);
       if (got != model[s->block]) ++*failures;
     }
   }
@@ -91,7 +92,7 @@ TEST(RaidConcurrency, ThreadsShareStripesWhileCheckRuns) {
       const RaidLevel level = c.level;
       const uint64_t unit = c.unit;
       SCOPED_TRACE(std::string(RaidLevelName(level)) + " unit=" + std::to_string(unit) +
-                   " FOLIO_SEED=" + std::to_string(seed));
+                   " " + SeedTrace(seed));
       Members m(4, kMemberBytes);
       RaidCreateOptions co;
       co.level = level;

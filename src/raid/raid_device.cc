@@ -10,11 +10,11 @@
 //   Poll: Drive, deliver completed user requests (run their callbacks), and when more is
 //          wanted, WaitForProgress: poll the members this thread has requests on, or sleep
 //          until a stripe lock this thread waits for is released.
-#include <time.h>
 
 #include <algorithm>
 #include <cstdlib>
 
+#include "base/aligned_buffer.h"
 #include "base/check.h"
 #include "io/device_util.h"
 #include "raid/raid_device_impl.h"
@@ -41,18 +41,6 @@ class CpuScope {
 };
 
 }  // namespace
-
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-uint64_t ThreadCpuNs() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 void Op::ResetIos(uint32_t capacity) {
   FOLIO_CHECK(pending == 0);
@@ -150,7 +138,7 @@ RaidDeviceImpl::~RaidDeviceImpl() {
   if (!stopped_.load()) (void)Stop();
 }
 
-uint64_t RaidDeviceImpl::NowMs() const { return NowNs() / 1000000; }
+uint64_t RaidDeviceImpl::NowMs() const { return MonotonicNowMs(); }
 
 ThreadCtx* RaidDeviceImpl::Ctx() {
   auto state = threads_.GetOrCreate(
@@ -304,7 +292,7 @@ void RaidDeviceImpl::ReleaseChild(ThreadCtx* c, UserIo* u, const Status& status)
     if (u->bitmap_written != 0) bitmap_->MarkDurable(u->bitmap_written);
     bitmap_->FlushDone(u->flush_token, NowMs(), options_.bitmap_clear_delay_ms);
   }
-  stats_.RecordRequest(req->op, req->length, NowNs() - req->submit_ns);
+  stats_.RecordRequest(req->op, req->length, MonotonicNowNs() - req->submit_ns);
   if (!u->status.ok()) stats_.RecordError();
   req->status = std::move(u->status);
   c->completed.push_back(req);
@@ -323,10 +311,9 @@ Status RaidDeviceImpl::PersistBitmap(uint64_t version, bool flush, uint64_t* wri
   if (version != 0 ? bitmap_->IsDurable(version) : !bitmap_->ImageChanged()) {
     return Status::OK();
   }
-  std::unique_ptr<char, void (*)(void*)> image(
-      static_cast<char*>(std::aligned_alloc(4096, bitmap_->image_bytes())), std::free);
-  const uint64_t v = bitmap_->Snapshot(image.get());
-  Status st = meta_->WriteBitmap(image.get(), flush);
+  AlignedBuffer image(bitmap_->image_bytes());
+  const uint64_t v = bitmap_->Snapshot(image.data());
+  Status st = meta_->WriteBitmap(image.data(), flush);
   // Written without a member flush, the image may still be lost to a crash: a writer that
   // needs one of its bits must not skip its own flushed write for it.
   if (st.ok() && flush) bitmap_->MarkDurable(v);

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "folio/arena.h"
 #include "folio/raid.h"
 #include "io/per_thread.h"
@@ -35,9 +36,6 @@
 namespace folio::raid {
 
 struct SyncRun;
-
-uint64_t NowNs();        // CLOCK_MONOTONIC
-uint64_t ThreadCpuNs();  // CLOCK_THREAD_CPUTIME_ID
 
 // Counters of the I/O path (RaidStats without the member stats).
 struct PathCounters {
@@ -232,9 +230,9 @@ class RaidDeviceImpl final : public RaidDevice {
 
 template <typename Fn>
 void RaidDeviceImpl::TimeParity(Fn&& fn) {
-  const uint64_t t0 = NowNs();
+  const uint64_t t0 = MonotonicNowNs();
   fn();
-  counters_.parity_ns.fetch_add(NowNs() - t0, std::memory_order_relaxed);
+  counters_.parity_ns.fetch_add(MonotonicNowNs() - t0, std::memory_order_relaxed);
 }
 
 }  // namespace folio::raid

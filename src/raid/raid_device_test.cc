@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "folio/raid.h"
+#include "base/test_seed.h"
 #include "raid/raid_test_util.h"
 
 namespace folio::raid_test {
@@ -32,7 +33,7 @@ std::string Describe(const Config& c) {
 
 struct Req {
   IoRequest req;
-  AlignedBuf buf;
+  AlignedBuffer buf;
   uint64_t offset = 0;
   uint64_t length = 0;
 };
@@ -63,15 +64,15 @@ class Model {
         overlap |= r->offset < o->offset + o->length && o->offset < r->offset + r->length;
       }
       if (overlap) continue;
-      r->buf = AllocAligned(r->length);
-      Fill(rng_, r->buf.get(), r->length);
-      r->req.Reset(IoOp::kWrite, r->offset, r->length, r->buf.get());
+      r->buf = AlignedBuffer(r->length);
+      Fill(rng_, r->buf.data(), r->length);
+      r->req.Reset(IoOp::kWrite, r->offset, r->length, r->buf.data());
       reqs.push_back(std::move(r));
     }
     Run(reqs);
     for (auto& r : reqs) {
       ASSERT_EQ(r->req.status.code(), expect.code()) << r->req.status.ToString();
-      if (r->req.status.ok()) std::memcpy(&ref_[r->offset], r->buf.get(), r->length);
+      if (r->req.status.ok()) std::memcpy(&ref_[r->offset], r->buf.data(), r->length);
     }
   }
 
@@ -81,14 +82,14 @@ class Model {
     for (int i = 0; i < n; ++i) {
       auto r = std::make_unique<Req>();
       RandomRange(&r->offset, &r->length);
-      r->buf = AllocAligned(r->length);
-      r->req.Reset(IoOp::kRead, r->offset, r->length, r->buf.get());
+      r->buf = AlignedBuffer(r->length);
+      r->req.Reset(IoOp::kRead, r->offset, r->length, r->buf.data());
       reqs.push_back(std::move(r));
     }
     Run(reqs);
     for (auto& r : reqs) {
       ASSERT_TRUE(r->req.status.ok()) << r->req.status.ToString();
-      ASSERT_EQ(0, std::memcmp(r->buf.get(), &ref_[r->offset], r->length))
+      ASSERT_EQ(0, std::memcmp(r->buf.data(), &ref_[r->offset], r->length))
           << "read at " << r->offset << " length " << r->length;
     }
   }
@@ -184,7 +185,7 @@ TEST(RaidDeviceModel, EveryLevelAgainstReference) {
   for (int round = 0; round < kSeeds; ++round) {
     const uint64_t seed = TestSeed() + round;
     for (const Config& c : kConfigs) {
-      SCOPED_TRACE(Describe(c) + " FOLIO_SEED=" + std::to_string(seed));
+      SCOPED_TRACE(Describe(c) + " " + SeedTrace(seed));
       Members m(c.members, kMemberBytes);
       auto dev = CreateArray(m, c);
       ASSERT_NE(dev, nullptr);
@@ -208,7 +209,7 @@ TEST(RaidDeviceModel, MemberFailedAndReplacedMidRun) {
     const uint64_t seed = TestSeed() + round;
     for (const Config& c : kConfigs) {
       if (c.level == RaidLevel::kRaid0) continue;
-      SCOPED_TRACE(Describe(c) + " FOLIO_SEED=" + std::to_string(seed));
+      SCOPED_TRACE(Describe(c) + " " + SeedTrace(seed));
       Members m(c.members, kMemberBytes);
       auto dev = CreateArray(m, c);
       ASSERT_NE(dev, nullptr);
@@ -247,7 +248,7 @@ TEST(RaidDeviceModel, MemberFailedAndReplacedMidRun) {
 // consistent; writes during the pending resync use reconstruct-write.
 TEST(RaidDeviceModel, InitialResyncOverGarbage) {
   const uint64_t seed = TestSeed();
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  FOLIO_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
   for (RaidLevel level : {RaidLevel::kRaid1, RaidLevel::kRaid5, RaidLevel::kRaid6}) {
     const Config c{level, 5, 16 << 10, 0};

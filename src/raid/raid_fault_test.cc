@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "folio/raid.h"
+#include "base/test_seed.h"
 #include "raid/raid_test_util.h"
 
 namespace folio::raid_test {
@@ -370,7 +371,7 @@ TEST(RaidFaults, Raid0MemberErrorIsDataLossAndFailsMember) {
 TEST(RaidFaults, CrashThenBitmapResyncThenCheckIsClean) {
   const uint64_t seed = TestSeed();
   for (RaidLevel level : {RaidLevel::kRaid5, RaidLevel::kRaid6, RaidLevel::kRaid1}) {
-    SCOPED_TRACE(std::string(RaidLevelName(level)) + " FOLIO_SEED=" + std::to_string(seed));
+    SCOPED_TRACE(std::string(RaidLevelName(level)) + " " + SeedTrace(seed));
     std::mt19937_64 rng(seed);
     Members m(5, kMemberBytes);
     auto dev = Create(m, level, 5);

@@ -23,7 +23,7 @@ constexpr uint32_t kMaxDynamicHeadBytes = 2u << 20;
 }  // namespace
 
 void RaidDeviceImpl::StartUserIo(ThreadCtx* c, IoRequest* req) {
-  req->submit_ns = NowNs();
+  req->submit_ns = MonotonicNowNs();
   user_requests_.fetch_add(1, std::memory_order_relaxed);
   UserIo* u = new UserIo();
   u->req = req;

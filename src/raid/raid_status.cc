@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/aligned_buffer.h"
 #include "base/check.h"
 #include "base/units.h"
 #include "raid/raid_device_impl.h"
@@ -186,11 +187,10 @@ Status RaidDeviceImpl::ReplaceMember(uint32_t slot, RaidMember fresh) {
   }
   FOLIO_RETURN_IF_ERROR(st);
   // The new member gets the current bitmap too.
-  std::unique_ptr<char, void (*)(void*)> image(
-      static_cast<char*>(std::aligned_alloc(4096, bitmap_->image_bytes())), std::free);
+  AlignedBuffer image(bitmap_->image_bytes());
   std::lock_guard<std::mutex> lock(bitmap_persist_mu_);
-  const uint64_t v = bitmap_->Snapshot(image.get());
-  FOLIO_RETURN_IF_ERROR(meta_->WriteBitmap(image.get(), /*flush=*/true));
+  const uint64_t v = bitmap_->Snapshot(image.data());
+  FOLIO_RETURN_IF_ERROR(meta_->WriteBitmap(image.data(), /*flush=*/true));
   bitmap_->MarkDurable(v);
   return Status::OK();
 }
@@ -246,12 +246,11 @@ Result<RaidStatus> RaidDevice::Inspect(std::vector<RaidMember> members) {
   if (sb.level != RaidLevel::kRaid0) {
     bitmap = std::make_unique<WriteIntentBitmap>(sb.bitmap_bits(), sb.bitmap_region_bytes,
                                                  sb.bitmap_bytes);
-    std::unique_ptr<char, void (*)(void*)> image(
-        static_cast<char*>(std::aligned_alloc(4096, sb.bitmap_bytes)), std::free);
+    AlignedBuffer image(sb.bitmap_bytes);
     for (uint32_t s = 0; s < sb.member_count; ++s) {
       if (meta.health(s) == SlotHealth::kFailed) continue;
-      if (meta.device(s)->Read(sb.bitmap_offset_bytes, image.get(), sb.bitmap_bytes).ok()) {
-        bitmap->LoadImage({image.get(), sb.bitmap_bytes});
+      if (meta.device(s)->Read(sb.bitmap_offset_bytes, image.data(), sb.bitmap_bytes).ok()) {
+        bitmap->LoadImage({image.data(), sb.bitmap_bytes});
       }
     }
   }

@@ -413,7 +413,7 @@ void RaidDeviceImpl::PublishSyncProgress(SyncRun* run, double bps) {
 Result<bool> RaidDeviceImpl::StepSync(SyncRun* run) {
   SyncMachine& m = run->machine;
   const RaidSyncOptions& opt = *run->opt;
-  const uint64_t now = NowNs();
+  const uint64_t now = MonotonicNowNs();
   const double elapsed_s = static_cast<double>(now - run->t0) / 1e9;
   if ((opt.cancel != nullptr && opt.cancel->load()) ||
       (opt.max_seconds > 0 && elapsed_s >= opt.max_seconds) || !run->status.ok() ||
@@ -475,7 +475,7 @@ Result<RaidSyncReport> RaidDeviceImpl::Sync(RaidSyncAction action, const RaidSyn
   run.action = action;
   run.opt = &opt;
   run.ctx = Ctx();
-  run.t0 = NowNs();
+  run.t0 = MonotonicNowNs();
   run.last_checkpoint_ns = run.t0;
   run.last_user = user_requests_.load();
   run.speed.Start(run.t0);
@@ -506,7 +506,7 @@ Result<RaidSyncReport> RaidDeviceImpl::Sync(RaidSyncAction action, const RaidSyn
     if (action != RaidSyncAction::kRebuild || !complete || !RebuildLeft()) break;
   }
   run.report.completed = complete;
-  run.report.seconds = static_cast<double>(NowNs() - run.t0) / 1e9;
+  run.report.seconds = static_cast<double>(MonotonicNowNs() - run.t0) / 1e9;
   run.report.cpu_seconds = static_cast<double>(ThreadCpuNs() - cpu0) / 1e9;
   run.report.parity_seconds = static_cast<double>(counters_.parity_ns.load() - parity0) / 1e9;
   counters_.cpu_ns.fetch_add(ThreadCpuNs() - cpu0, std::memory_order_relaxed);

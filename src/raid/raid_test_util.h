@@ -14,25 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "base/aligned_buffer.h"
+#include "base/test_seed.h"
 #include "folio/block_device.h"
 #include "folio/fault_device.h"
 #include "folio/raid.h"
 
 namespace folio::raid_test {
-
-inline uint64_t TestSeed() {
-  if (const char* s = std::getenv("FOLIO_SEED")) return std::strtoull(s, nullptr, 0);
-  return std::random_device{}();
-}
-
-struct FreeDeleter {
-  void operator()(char* p) const { std::free(p); }
-};
-using AlignedBuf = std::unique_ptr<char, FreeDeleter>;
-
-inline AlignedBuf AllocAligned(size_t bytes) {
-  return AlignedBuf(static_cast<char*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096)));
-}
 
 // Members: memory devices owned by the fixture, handed to arrays through FaultDevice wrappers
 // (owned by the array); faults() reaches the wrapper of the current array.
@@ -76,15 +64,15 @@ class Members {
 
 // Synchronous aligned I/O on any device, for tests.
 inline Status WriteBytes(BlockDevice* dev, uint64_t off, const char* data, uint64_t len) {
-  AlignedBuf b = AllocAligned(len);
-  std::memcpy(b.get(), data, len);
-  return dev->Write(off, b.get(), len);
+  AlignedBuffer b(len);
+  std::memcpy(b.data(), data, len);
+  return dev->Write(off, b.data(), len);
 }
 
 inline Status ReadBytes(BlockDevice* dev, uint64_t off, char* out, uint64_t len) {
-  AlignedBuf b = AllocAligned(len);
-  Status st = dev->Read(off, b.get(), len);
-  if (st.ok()) std::memcpy(out, b.get(), len);
+  AlignedBuffer b(len);
+  Status st = dev->Read(off, b.data(), len);
+  if (st.ok()) std::memcpy(out, b.data(), len);
   return st;
 }
 

@@ -9,15 +9,11 @@
 #include <vector>
 
 #include "base/crc32c.h"
+#include "base/test_seed.h"
 #include "raid/assembly.h"
 
 namespace folio::raid {
 namespace {
-
-uint64_t Seed() {
-  const char* env = std::getenv("FOLIO_SEED");
-  return env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-}
 
 // A consistent set of superblocks for one array, one per member.
 std::vector<Superblock> MakeArray(RaidLevel level, uint32_t n, uint64_t events = 7) {
@@ -266,8 +262,8 @@ TEST(Superblock, MemberTooSmall) {
 }
 
 TEST(Superblock, RandomValidRoundTrip) {
-  const uint64_t seed = Seed();
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  const uint64_t seed = TestSeed();
+  FOLIO_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
   for (int iter = 0; iter < 200; ++iter) {
     const RaidLevel levels[] = {RaidLevel::kRaid0, RaidLevel::kRaid1, RaidLevel::kRaid5,

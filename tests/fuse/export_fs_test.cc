@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "base/aligned_buffer.h"
+#include "base/test_seed.h"
 #include "folio/block_device.h"
 #include "folio/fault_device.h"
 #include "folio/page_cache.h"
@@ -23,11 +25,6 @@ namespace {
 
 constexpr uint64_t kDeviceBytes = 4ull << 20;
 constexpr InodeId kVolumeIno{4};
-
-uint64_t SeedFromEnv() {
-  const char* s = std::getenv("FOLIO_SEED");
-  return s != nullptr ? std::strtoull(s, nullptr, 10) : std::random_device{}();
-}
 
 class ExportFsTest : public ::testing::Test {
  protected:
@@ -61,11 +58,9 @@ class ExportFsTest : public ::testing::Test {
   // The device's bytes, read past the cache.
   std::vector<char> DeviceBytes() {
     std::vector<char> out(kDeviceBytes);
-    void* buf = nullptr;
-    EXPECT_EQ(posix_memalign(&buf, 4096, kDeviceBytes), 0);
-    EXPECT_TRUE(device_->Read(0, buf, kDeviceBytes).ok());
-    std::memcpy(out.data(), buf, kDeviceBytes);
-    free(buf);
+    AlignedBuffer buf(kDeviceBytes);
+    EXPECT_TRUE(device_->Read(0, buf.data(), kDeviceBytes).ok());
+    std::memcpy(out.data(), buf.data(), kDeviceBytes);
     return out;
   }
 
@@ -265,8 +260,8 @@ TEST_F(ExportFsErrorTest, TheLastReleaseDoesNotConsumeTheError) {
 // vector; after each last release the device itself must hold the model's bytes.
 TEST_F(ExportFsTest, ModelRun) {
   for (const char* policy : {"4k", "fixed:64k", "dynamic"}) {
-    const uint64_t seed = SeedFromEnv();
-    SCOPED_TRACE(std::string("policy ") + policy + ", FOLIO_SEED=" + std::to_string(seed));
+    const uint64_t seed = TestSeed();
+    SCOPED_TRACE(std::string("policy ") + policy + ", " + SeedTrace(seed));
     Build(policy);
     std::mt19937_64 rng(seed);
     std::vector<char> model(kDeviceBytes, 0);

@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "folio/block_device.h"
+#include "base/aligned_buffer.h"
+#include "base/test_seed.h"
 #include "folio/page_cache.h"
 #include "fuse/export_fs.h"
 #include "fuse/mount_point.h"
@@ -29,11 +31,6 @@ namespace folio::fuse {
 namespace {
 
 constexpr uint64_t kDeviceBytes = 16ull << 20;
-
-uint64_t SeedFromEnv() {
-  const char* s = std::getenv("FOLIO_SEED");
-  return s != nullptr ? std::strtoull(s, nullptr, 10) : std::random_device{}();
-}
 
 std::string MakeTempDir() {
   char tmpl[] = "/tmp/folio-fuse-test-XXXXXX";
@@ -179,8 +176,8 @@ TEST_F(MountTest, DirectoryStatAndStats) {
 TEST_F(MountTest, ConcurrentModelThroughTheKernel) {
   constexpr int kThreads = 4;
   constexpr uint64_t kSlice = kDeviceBytes / kThreads;
-  const uint64_t seed = SeedFromEnv();
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  const uint64_t seed = TestSeed();
+  FOLIO_SEED_TRACE(seed);
   std::vector<char> model(kDeviceBytes, 0);
   std::vector<std::thread> threads;
   std::vector<std::string> failures(kThreads);
@@ -193,9 +190,8 @@ TEST_F(MountTest, ConcurrentModelThroughTheKernel) {
         failures[t] = "open: " + std::string(std::strerror(errno));
         return;
       }
-      void* mem = nullptr;
-      if (posix_memalign(&mem, 4096, 1 << 20) != 0) abort();
-      char* buf = static_cast<char*>(mem);
+      AlignedBuffer mem(1 << 20);
+      char* buf = mem.data();
       const uint64_t base = t * kSlice;
       for (int step = 0; step < 150 && failures[t].empty(); ++step) {
         uint64_t len = 4096 * (1 + rng() % (rng() % 4 == 0 ? 256 : 8));
@@ -224,7 +220,6 @@ TEST_F(MountTest, ConcurrentModelThroughTheKernel) {
           failures[t] = "fdatasync: " + std::string(std::strerror(errno));
         }
       }
-      free(mem);
       close(fd);
     });
   }
@@ -244,11 +239,9 @@ TEST_F(MountTest, ConcurrentModelThroughTheKernel) {
   EXPECT_GT(j["fuse"]["write_request_bytes"]["max"].get<uint64_t>(), 128u << 10);
 
   StopServer();
-  void* mem = nullptr;
-  ASSERT_EQ(posix_memalign(&mem, 4096, kDeviceBytes), 0);
-  ASSERT_TRUE(device_->Read(0, mem, kDeviceBytes).ok());
-  EXPECT_EQ(std::memcmp(mem, model.data(), kDeviceBytes), 0);
-  free(mem);
+  AlignedBuffer mem(kDeviceBytes);
+  ASSERT_TRUE(device_->Read(0, mem.data(), kDeviceBytes).ok());
+  EXPECT_EQ(std::memcmp(mem.data(), model.data(), kDeviceBytes), 0);
 }
 
 TEST_F(MountTest, UnmountFromOutsideEndsTheLoopAndBusyIsReported) {

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/aligned_buffer.h"
 #include "base/check.h"
 #include "bench/workload.h"
 
@@ -27,9 +28,6 @@ void OnStopSignal(int) { g_stop.store(true); }
 
 constexpr uint64_t kChunkBytes = 1 << 20;
 
-struct FreeDeleter {
-  void operator()(char* p) const { std::free(p); }
-};
 
 }  // namespace
 
@@ -78,24 +76,23 @@ namespace {
 // position it is written to so no two blocks are alike.
 class FillChunk {
  public:
-  FillChunk() : buf_(static_cast<char*>(std::aligned_alloc(4096, kChunkBytes))) {
-    FOLIO_CHECK(buf_ != nullptr);
+  FillChunk() : buf_(kChunkBytes) {
     uint64_t state = 0x5eed;
     for (uint64_t i = 0; i < kChunkBytes; i += 8) {
       uint64_t v = SplitMix64(&state);
-      std::memcpy(buf_.get() + i, &v, 8);
+      std::memcpy(buf_.data() + i, &v, 8);
     }
   }
   char* For(uint64_t pos) {
     for (uint64_t b = 0; b < kChunkBytes; b += 4096) {
       const uint64_t stamp = pos + b;
-      std::memcpy(buf_.get() + b, &stamp, sizeof(stamp));
+      std::memcpy(buf_.data() + b, &stamp, sizeof(stamp));
     }
-    return buf_.get();
+    return buf_.data();
   }
 
  private:
-  std::unique_ptr<char, FreeDeleter> buf_;
+  AlignedBuffer buf_;
 };
 
 }  // namespace

@@ -1,7 +1,6 @@
 // The folio:* engines: the job through Folio's page cache (one AddressSpace over an O_DIRECT
 // file device, or over the --device) or, with direct=1, straight to the BlockDevice with
 // iodepth requests in flight.
-#include <time.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,6 +9,7 @@
 #include <span>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "base/units.h"
 #include "bench/engine.h"
 #include "folio/arena.h"
@@ -17,16 +17,6 @@
 namespace folio::bench {
 
 namespace {
-
-double NowSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
-struct FreeDeleter {
-  void operator()(char* p) const { std::free(p); }
-};
 
 void FillPseudoRandom(char* buf, uint64_t bytes, uint64_t seed) {
   for (uint64_t i = 0; i + 8 <= bytes; i += 8) {
@@ -67,8 +57,9 @@ Result<std::unique_ptr<BlockDevice>> OpenDataFile(const EngineContext& ctx, uint
 class CachedWorker : public WorkerIo {
  public:
   CachedWorker(AddressSpace* as, uint64_t block_bytes, uint64_t seed)
-      : as_(as), block_bytes_(block_bytes), buf_(static_cast<char*>(std::malloc(block_bytes))) {
-    FOLIO_CHECK(buf_ != nullptr);
+      : as_(as),
+        block_bytes_(block_bytes),
+        buf_(std::make_unique_for_overwrite<char[]>(block_bytes)) {
     FillPseudoRandom(buf_.get(), block_bytes, seed);
   }
   uint32_t depth() const override { return 1; }
@@ -102,7 +93,7 @@ class CachedWorker : public WorkerIo {
   }
   AddressSpace* const as_;
   const uint64_t block_bytes_;
-  std::unique_ptr<char, FreeDeleter> buf_;
+  std::unique_ptr<char[]> buf_;
   bool pending_ = false;
 };
 
@@ -111,7 +102,7 @@ class FolioCachedEngine : public Engine {
   explicit FolioCachedEngine(const EngineContext& ctx) : ctx_(ctx) {}
 
   Status Prepare() override {
-    const double t0 = NowSeconds();
+    const uint64_t t0_ns = MonotonicNowNs();
     PageCacheOptions o = ctx_.cache_options;
     o.memory_bytes = ctx_.cache_bytes;
     o.policy = PolicyFor(ctx_.engine);
@@ -129,7 +120,7 @@ class FolioCachedEngine : public Engine {
     if (ctx_.job.pre_read) FOLIO_RETURN_IF_ERROR(PreRead());
     before_ = cache_->Stats();
     device_->ResetStats();
-    stats_.setup_s = NowSeconds() - t0;
+    stats_.setup_s = SecondsSince(t0_ns);
     return Status::OK();
   }
 
@@ -140,9 +131,9 @@ class FolioCachedEngine : public Engine {
 
   Status Finish() override {
     if (RwModeWrites(ctx_.job.rw)) {
-      const double t0 = NowSeconds();
+      const uint64_t t0_ns = MonotonicNowNs();
       FOLIO_RETURN_IF_ERROR(as_->Fsync());
-      stats_.sync_s = NowSeconds() - t0;
+      stats_.sync_s = SecondsSince(t0_ns);
     }
     stats_.cache_used = true;
     stats_.cache = DiffCacheStats(cache_->Stats(), before_);
@@ -173,8 +164,7 @@ class FolioCachedEngine : public Engine {
   // Sequential 1 MiB reads through the cache, so readahead builds large folios where the
   // policy allows them (dynamic) and 4 KiB ones where it does not.
   Status PreRead() {
-    std::unique_ptr<char, FreeDeleter> buf(static_cast<char*>(std::malloc(1 << 20)));
-    FOLIO_CHECK(buf != nullptr);
+    auto buf = std::make_unique_for_overwrite<char[]>(1 << 20);
     const uint64_t end = ctx_.region_offset + ctx_.region_bytes;
     for (uint64_t pos = ctx_.region_offset; pos < end && !ctx_.stop->load(); pos += 1 << 20) {
       const uint64_t len = std::min<uint64_t>(1 << 20, end - pos);
@@ -287,7 +277,7 @@ class FolioDirectEngine : public Engine {
   explicit FolioDirectEngine(const EngineContext& ctx) : ctx_(ctx) {}
 
   Status Prepare() override {
-    const double t0 = NowSeconds();
+    const uint64_t t0_ns = MonotonicNowNs();
     const JobSpec& j = ctx_.job;
     if (j.block_bytes > kMaxFolioBytes) {
       return Status::InvalidArgument("job '" + j.name + "': bs=" + FormatSize(j.block_bytes) +
@@ -327,7 +317,7 @@ class FolioDirectEngine : public Engine {
       if (owned_device_ != nullptr) FOLIO_RETURN_IF_ERROR(device_->RegisterArena(arena_));
     }
     device_->ResetStats();
-    stats_.setup_s = NowSeconds() - t0;
+    stats_.setup_s = SecondsSince(t0_ns);
     return Status::OK();
   }
 
@@ -339,9 +329,9 @@ class FolioDirectEngine : public Engine {
 
   Status Finish() override {
     if (RwModeWrites(ctx_.job.rw)) {
-      const double t0 = NowSeconds();
+      const uint64_t t0_ns = MonotonicNowNs();
       FOLIO_RETURN_IF_ERROR(device_->Flush());
-      stats_.sync_s = NowSeconds() - t0;
+      stats_.sync_s = SecondsSince(t0_ns);
     }
     stats_.cache_used = false;
     stats_.device = device_->stats();

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/aligned_buffer.h"
 #include "base/check.h"
 #include "base/units.h"
 #include "bench/engine.h"
@@ -43,19 +44,13 @@ int64_t ProcessReadBytes() {
   return std::strtoll(p + 13, nullptr, 10);
 }
 
-struct FreeDeleter {
-  void operator()(char* p) const { std::free(p); }
-};
-using AlignedBuffer = std::unique_ptr<char, FreeDeleter>;
-
-AlignedBuffer NewAlignedBuffer(uint64_t bytes) {
-  const uint64_t rounded = (bytes + 4095) / 4096 * 4096;
-  AlignedBuffer buf(static_cast<char*>(std::aligned_alloc(4096, rounded)));
-  FOLIO_CHECK(buf != nullptr);
-  uint64_t state = reinterpret_cast<uintptr_t>(buf.get());
-  for (uint64_t i = 0; i + 8 <= rounded; i += 8) {
+// An aligned buffer of pseudo-random bytes (writes must not be all zeros).
+AlignedBuffer NewRandomBuffer(uint64_t bytes) {
+  AlignedBuffer buf(bytes);
+  uint64_t state = reinterpret_cast<uintptr_t>(buf.data());
+  for (uint64_t i = 0; i + 8 <= buf.size(); i += 8) {
     uint64_t v = SplitMix64(&state);
-    std::memcpy(buf.get() + i, &v, 8);
+    std::memcpy(buf.data() + i, &v, 8);
   }
   return buf;
 }
@@ -71,13 +66,13 @@ Status SyncFile(int fd, const std::string& path, bool datasync) {
 class KernelWorker : public WorkerIo {
  public:
   KernelWorker(int fd, uint64_t block_bytes, const std::string& path)
-      : fd_(fd), block_bytes_(block_bytes), path_(path), buf_(NewAlignedBuffer(block_bytes)) {}
+      : fd_(fd), block_bytes_(block_bytes), path_(path), buf_(NewRandomBuffer(block_bytes)) {}
 
   uint32_t depth() const override { return 1; }
 
   Status Start(const Op& op) override {
     pending_ = true;
-    return FullIo(fd_, op.write, buf_.get(), block_bytes_, op.pos, path_);
+    return FullIo(fd_, op.write, buf_.data(), block_bytes_, op.pos, path_);
   }
 
   Status Reap(std::vector<uint32_t>* done) override {
@@ -109,7 +104,7 @@ class KernelUringWorker : public WorkerIo {
     const int rc = io_uring_queue_init(std::max<uint32_t>(job_.iodepth, 2), &ring_, 0);
     if (rc < 0) return Status::FromErrno(-rc, "kernel: io_uring_queue_init");
     ring_ready_ = true;
-    for (uint32_t i = 0; i < job_.iodepth; ++i) bufs_.push_back(NewAlignedBuffer(job_.block_bytes));
+    for (uint32_t i = 0; i < job_.iodepth; ++i) bufs_.push_back(NewRandomBuffer(job_.block_bytes));
     return Status::OK();
   }
 
@@ -118,7 +113,7 @@ class KernelUringWorker : public WorkerIo {
   Status Start(const Op& op) override {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
     FOLIO_CHECK(sqe != nullptr);  // at most iodepth ops, the ring has iodepth entries
-    char* buf = bufs_[op.slot].get();
+    char* buf = bufs_[op.slot].data();
     if (op.write) {
       io_uring_prep_write(sqe, fd_, buf, static_cast<unsigned>(job_.block_bytes), op.pos);
     } else {
@@ -195,11 +190,11 @@ class KernelEngine : public Engine {
     if (ctx_.job.pre_read) {
       // Read right before the run, not at file creation: the machine's proactive reclaim
       // evicts cold page cache, so an earlier read would not still be resident.
-      AlignedBuffer buf = NewAlignedBuffer(1 << 20);
+      AlignedBuffer buf = NewRandomBuffer(1 << 20);
       const uint64_t end = ctx_.region_offset + ctx_.region_bytes;
       for (uint64_t pos = ctx_.region_offset; pos < end && !ctx_.stop->load(); pos += 1 << 20) {
         const uint64_t len = std::min<uint64_t>(1 << 20, end - pos);
-        FOLIO_RETURN_IF_ERROR(FullIo(fd_, false, buf.get(), len, pos, ctx_.path));
+        FOLIO_RETURN_IF_ERROR(FullIo(fd_, false, buf.data(), len, pos, ctx_.path));
       }
       notes_.push_back("kernel: page cache dropped, then the file read once right before the "
                        "run (proactive reclaim evicts cold page cache)");

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/aligned_buffer.h"
 #include "base/check.h"
 #include "base/units.h"
 #include "bench/engine.h"
@@ -29,11 +30,10 @@ class LimitWorker : public WorkerIo {
  public:
   LimitWorker(char* base, uint64_t block_bytes, uint64_t seed)
       : base_(base), block_bytes_(block_bytes),
-        buf_(static_cast<char*>(std::aligned_alloc(4096, (block_bytes + 4095) / 4096 * 4096))) {
-    FOLIO_CHECK(buf_ != nullptr);
+        buf_(block_bytes) {
     for (uint64_t i = 0; i + 8 <= block_bytes; i += 8) {
       const uint64_t v = SplitMix64(&seed);
-      std::memcpy(buf_.get() + i, &v, 8);
+      std::memcpy(buf_.data() + i, &v, 8);
     }
   }
   uint32_t depth() const override { return 1; }
@@ -41,12 +41,12 @@ class LimitWorker : public WorkerIo {
   Status Start(const Op& op) override {
     pending_ = true;
     if (op.write) {
-      std::memcpy(base_ + op.pos, buf_.get(), block_bytes_);
+      std::memcpy(base_ + op.pos, buf_.data(), block_bytes_);
     } else {
-      std::memcpy(buf_.get(), base_ + op.pos, block_bytes_);
+      std::memcpy(buf_.data(), base_ + op.pos, block_bytes_);
     }
     // The copies are the measurement: keep the compiler from dropping or merging them.
-    asm volatile("" : : "r"(buf_.get()), "r"(base_) : "memory");
+    asm volatile("" : : "r"(buf_.data()), "r"(base_) : "memory");
     return Status::OK();
   }
 
@@ -60,12 +60,9 @@ class LimitWorker : public WorkerIo {
   Status Sync(bool) override { return Status::OK(); }
 
  private:
-  struct FreeDeleter {
-    void operator()(char* p) const { std::free(p); }
-  };
   char* const base_;
   const uint64_t block_bytes_;
-  std::unique_ptr<char, FreeDeleter> buf_;
+  AlignedBuffer buf_;
   bool pending_ = false;
 };
 

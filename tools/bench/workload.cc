@@ -1,20 +1,15 @@
 #include "bench/workload.h"
 
 #include <sys/resource.h>
-#include <time.h>
 
 #include <algorithm>
 #include <thread>
 
+#include "base/clock.h"
+
 namespace folio::bench {
 
 namespace {
-
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 double TimevalSeconds(const timeval& tv) {
   return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
@@ -75,7 +70,7 @@ class Worker {
       Status s = io_->Reap(&done);
       if (!s.ok() && status_.ok()) status_ = s;
       if (done.empty() && !s.ok()) break;  // the engine cannot make progress
-      const uint64_t now = NowNs();
+      const uint64_t now = MonotonicNowNs();
       for (uint32_t slot : done) {
         --inflight_;
         Complete(slot, now);
@@ -83,7 +78,7 @@ class Worker {
       }
     }
     if (status_.ok() && job_.end_fsync && wrote_) DoSync(false);
-    measure_end_ns_ = NowNs();
+    measure_end_ns_ = MonotonicNowNs();
     finished_.store(true, std::memory_order_release);
   }
 
@@ -102,12 +97,12 @@ class Worker {
  private:
   bool Stopping() const {
     return plan_.stop->load(std::memory_order_relaxed) ||
-           (end_ns_ != 0 && NowNs() >= end_ns_);
+           (end_ns_ != 0 && MonotonicNowNs() >= end_ns_);
   }
 
   // Sleeps until `t` (or a stop), in steps so SIGINT is seen.
   void SleepUntil(uint64_t t) const {
-    for (uint64_t now = NowNs(); now < t && !plan_.stop->load(); now = NowNs()) {
+    for (uint64_t now = MonotonicNowNs(); now < t && !plan_.stop->load(); now = MonotonicNowNs()) {
       std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(t - now, 50000000)));
     }
   }
@@ -136,7 +131,7 @@ class Worker {
     if (!status_.ok() || sync_due_ || loop_done_ || plan_.stop->load(std::memory_order_relaxed)) {
       return false;
     }
-    const uint64_t now = NowNs();
+    const uint64_t now = MonotonicNowNs();
     if (end_ns_ != 0 && now >= end_ns_) return false;
     const bool measured = now >= measure_start_ns_;
     if (measured && loop_bytes_ != 0 && issued_bytes_ >= loop_bytes_) {
@@ -186,9 +181,9 @@ class Worker {
   }
 
   void DoSync(bool datasync) {
-    const uint64_t t0 = NowNs();
+    const uint64_t t0 = MonotonicNowNs();
     Status s = io_->Sync(datasync);
-    const uint64_t t1 = NowNs();
+    const uint64_t t1 = MonotonicNowNs();
     if (!s.ok() && status_.ok()) status_ = s;
     if (t0 < measure_start_ns_) return;
     sync_.ops++;
@@ -257,7 +252,7 @@ Result<TimedRun> RunWorkload(const WorkloadPlan& plan, const WorkerIoFactory& ma
   std::vector<std::thread> threads;
   for (auto& w : workers) threads.emplace_back([&w] { w->Run(); });
 
-  const uint64_t start_ns = NowNs();
+  const uint64_t start_ns = MonotonicNowNs();
   clock.start_ns = start_ns;
   clock.ramp_ns = plan.job.ramp_time_us * 1000;
   clock.runtime_ns = plan.job.runtime_us * 1000;
@@ -270,7 +265,7 @@ Result<TimedRun> RunWorkload(const WorkloadPlan& plan, const WorkerIoFactory& ma
   for (;;) {
     const bool all_done = std::all_of(workers.begin(), workers.end(),
                                       [](const auto& w) { return w->finished(); });
-    uint64_t now = NowNs();
+    uint64_t now = MonotonicNowNs();
     if (!have_usage_start && (now >= first_measure_ns || all_done)) {
       getrusage(RUSAGE_SELF, &usage_start);
       have_usage_start = true;

@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/aligned_buffer.h"
+#include "base/clock.h"
 #include "base/progress.h"
 #include "base/units.h"
 #include "cli/cli_util.h"
@@ -41,12 +43,6 @@ struct CopyArgs {
   bool buffered = false;
 };
 
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 // Runs a batch of requests to completion; returns the first error.
 Status RunBatch(BlockDevice* dev, std::vector<IoRequest*>& batch) {
   if (batch.empty()) return Status::OK();
@@ -63,25 +59,22 @@ Status RunBatch(BlockDevice* dev, std::vector<IoRequest*>& batch) {
 
 Status Copy(BlockDevice* src, BlockDevice* dst, uint64_t bytes, uint64_t block, uint32_t depth,
             ProgressReporter* progress) {
-  struct Free {
-    void operator()(char* p) const { std::free(p); }
-  };
-  std::vector<std::unique_ptr<char, Free>> bufs;
+  std::vector<AlignedBuffer> bufs;
   std::vector<IoRequest> reqs(depth);
   for (uint32_t i = 0; i < depth; ++i) {
-    bufs.emplace_back(static_cast<char*>(std::aligned_alloc(4096, block)));
+    bufs.emplace_back(block);
   }
   for (uint64_t pos = 0; pos < bytes;) {
     std::vector<IoRequest*> batch;
     for (uint32_t i = 0; i < depth && pos < bytes; ++i) {
       const uint64_t n = std::min(block, bytes - pos);
-      reqs[i].Reset(IoOp::kRead, pos, n, bufs[i].get());
+      reqs[i].Reset(IoOp::kRead, pos, n, bufs[i].data());
       batch.push_back(&reqs[i]);
       pos += n;
     }
     FOLIO_RETURN_IF_ERROR(RunBatch(src, batch).WithContext("reading " + src->name()));
     for (size_t i = 0; i < batch.size(); ++i) {
-      reqs[i].Reset(IoOp::kWrite, reqs[i].offset, reqs[i].length, bufs[i].get());
+      reqs[i].Reset(IoOp::kWrite, reqs[i].offset, reqs[i].length, bufs[i].data());
     }
     FOLIO_RETURN_IF_ERROR(RunBatch(dst, batch).WithContext("writing " + dst->name()));
     progress->Update(pos);
@@ -140,30 +133,26 @@ struct Fd {
 // (the last block padded with zeros).
 Status CopyTail(const Endpoint& s, BlockDevice* src, const Endpoint& d, BlockDevice* dst,
                 uint64_t from, uint64_t len) {
-  struct Free {
-    void operator()(char* p) const { std::free(p); }
-  };
   const uint64_t cap = RoundUp(std::max<uint64_t>(len, 1), 4096) * 2;
-  std::unique_ptr<char, Free> buf(static_cast<char*>(std::aligned_alloc(4096, cap)));
-  if (buf == nullptr) return Status::IOError("out of memory for the last block");
-  std::memset(buf.get(), 0, cap);
+  FOLIO_ASSIGN_OR_RETURN(AlignedBuffer buf, AlignedBuffer::TryAllocate(cap));
+  std::memset(buf.data(), 0, cap);
   if (s.regular()) {
     Fd f{open(s.path.c_str(), O_RDONLY | O_CLOEXEC)};
     if (f.fd < 0) return Status::FromErrno(errno, s.path);
-    FOLIO_RETURN_IF_ERROR(FullIo(f.fd, false, buf.get(), len, from, s.path));
+    FOLIO_RETURN_IF_ERROR(FullIo(f.fd, false, buf.data(), len, from, s.path));
   } else {
     // A device's size is a multiple of its block, so its tail is whole blocks.
-    FOLIO_RETURN_IF_ERROR(src->Read(from, buf.get(), len).WithContext("reading " + src->name()));
+    FOLIO_RETURN_IF_ERROR(src->Read(from, buf.data(), len).WithContext("reading " + src->name()));
   }
   if (d.regular()) {
     Fd f{open(d.path.c_str(), O_WRONLY | O_CLOEXEC)};
     if (f.fd < 0) return Status::FromErrno(errno, d.path);
-    FOLIO_RETURN_IF_ERROR(FullIo(f.fd, true, buf.get(), len, from, d.path));
+    FOLIO_RETURN_IF_ERROR(FullIo(f.fd, true, buf.data(), len, from, d.path));
     if (fdatasync(f.fd) != 0) return Status::FromErrno(errno, d.path + ": fdatasync");
     return Status::OK();
   }
   const uint64_t padded = RoundUp(len, dst->logical_block_bytes());
-  return dst->Write(from, buf.get(), padded).WithContext("writing " + dst->name());
+  return dst->Write(from, buf.data(), padded).WithContext("writing " + dst->name());
 }
 
 int RunCopy(const CopyArgs& a) {
@@ -243,7 +232,7 @@ int RunCopy(const CopyArgs& a) {
   po.mode = a.json ? ProgressMode::kOff : ProgressMode::kAuto;
   po.unit = ProgressUnit::kBytes;
   ProgressReporter progress("copy", bytes, po);
-  const uint64_t t0 = NowNs();
+  const uint64_t t0 = MonotonicNowNs();
   Status st = Copy(src->get(), dst->get(), whole, *block, a.depth, &progress);
   if (st.ok() && tail != 0) {
     st = CopyTail(s, src->get(), d, dst->get(), whole, tail);
@@ -255,7 +244,7 @@ int RunCopy(const CopyArgs& a) {
   progress.Update(bytes);
   progress.Finish();
   if (!st.ok()) return fail(ExitWithStatus(prefix, st));
-  const double secs = static_cast<double>(NowNs() - t0) / 1e9;
+  const double secs = SecondsSince(t0);
   const double mbps = secs > 0 ? static_cast<double>(bytes) / secs / 1e6 : 0;
   // A RAID side's member I/O and CPU (parity vs the rest), as `folio raid` sync commands show.
   std::vector<std::pair<std::string, RaidStats>> raids;

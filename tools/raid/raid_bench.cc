@@ -22,6 +22,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/aligned_buffer.h"
+#include "base/clock.h"
 #include "base/units.h"
 #include "bench/datafile.h"
 #include "cli/cli_util.h"
@@ -55,17 +57,6 @@ bool Stopped() { return g_stop != nullptr && g_stop->load(); }
 
 Status Interrupted() { return Status::Again("interrupted"); }
 
-struct Free {
-  void operator()(char* p) const { std::free(p); }
-};
-using Buf = std::unique_ptr<char, Free>;
-
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 void FillRandom(char* p, uint64_t len, uint64_t seed) {
   uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
   for (uint64_t i = 0; i + 8 <= len; i += 8) {
@@ -82,16 +73,16 @@ Result<double> Sequential(BlockDevice* dev, IoOp op, uint64_t offset, uint64_t b
                           uint64_t req, uint32_t depth, uint64_t seed) {
   struct Slot {
     IoRequest io;
-    Buf buf;
+    AlignedBuffer buf;
   };
   std::vector<std::unique_ptr<Slot>> slots;
   for (uint32_t i = 0; i < depth; ++i) {
     auto s = std::make_unique<Slot>();
-    s->buf.reset(static_cast<char*>(std::aligned_alloc(4096, req)));
+    s->buf = AlignedBuffer(req);
     s->io.completed.store(true);
     slots.push_back(std::move(s));
   }
-  const uint64_t t0 = NowNs();
+  const uint64_t t0 = MonotonicNowNs();
   uint64_t next = offset, end = offset + bytes, in_flight = 0, counter = seed;
   while (next < end || in_flight > 0) {
     if (Stopped()) next = end;  // drain what is in flight, then report the interruption
@@ -105,8 +96,8 @@ Result<double> Sequential(BlockDevice* dev, IoOp op, uint64_t offset, uint64_t b
       }
       if (next >= end) continue;
       const uint64_t n = std::min(req, end - next);
-      if (op == IoOp::kWrite) FillRandom(s->buf.get(), n, ++counter);
-      s->io.Reset(op, next, n, s->buf.get());
+      if (op == IoOp::kWrite) FillRandom(s->buf.data(), n, ++counter);
+      s->io.Reset(op, next, n, s->buf.data());
       batch.push_back(&s->io);
       next += n;
       ++in_flight;
@@ -119,7 +110,7 @@ Result<double> Sequential(BlockDevice* dev, IoOp op, uint64_t offset, uint64_t b
   }
   if (Stopped()) return Interrupted();
   if (op == IoOp::kWrite) FOLIO_RETURN_IF_ERROR(dev->Flush());
-  return static_cast<double>(NowNs() - t0) / 1e9;
+  return SecondsSince(t0);
 }
 
 double MBps(uint64_t bytes, double seconds) {

@@ -29,8 +29,8 @@ TEST(SectorCodecTest, SizesAndRanges) {
 // Every range of several objects decodes to the original bytes; a flipped bit anywhere in the
 // covered sectors is caught, naming the right sector.
 TEST(SectorCodecTest, RandomRangesDecodeAndEveryFlipIsCaught) {
-  uint64_t seed = test::TestSeed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
+  uint64_t seed = TestSeed();
+  FOLIO_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
   for (uint32_t bytes : {1u, 4091u, 4092u, 4093u, 65536u, 100000u, 1u << 20}) {
     ObjectKey key = ObjectKey::Block(rng() % 1000 + 1, 3, bytes);

@@ -13,15 +13,10 @@
 #include <random>
 #include <string>
 
+#include "base/test_seed.h"
 #include "fs/store/object_key.h"
 
 namespace folio::store::test {
-
-// FOLIO_SEED if set, else a fresh random seed (tests print it).
-inline uint64_t TestSeed() {
-  if (const char* s = std::getenv("FOLIO_SEED")) return std::strtoull(s, nullptr, 0);
-  return std::random_device{}();
-}
 
 // Deterministic content of an object: a function of (key, generation) only.
 inline std::string ObjectBytes(const ObjectKey& key, uint64_t generation = 0) {
