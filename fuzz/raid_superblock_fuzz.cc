@@ -102,5 +102,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     Require(!plan.status().message().empty());
   }
+  // Forced: never needed when the plain assembly starts; otherwise only failed members of
+  // slots they still own come back, each behind the reference.
+  auto forced = folio::raid::DecideAssembly(headers, {.force = true});
+  Require(forced.ok() || !plan.ok());
+  if (forced.ok()) {
+    CheckPlan(*forced, headers.size());
+    Require(plan.ok() == forced->forced.empty());
+    for (const folio::raid::ForcedMember& f : forced->forced) {
+      const auto& sb = *headers[static_cast<size_t>(f.member)].superblock;
+      Require(sb.role == f.slot && forced->slot_member[f.slot] == f.member);
+      Require(forced->reference.slot_uuids[f.slot] == sb.member_uuid);
+      Require(sb.events < forced->reference.events);
+    }
+  } else {
+    Require(!forced.status().message().empty());
+  }
   return 0;
 }

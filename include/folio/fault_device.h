@@ -4,9 +4,15 @@
 //   fail Nth op         -> EIO on one request; cache: sticky writeback error, the next Fsync of
 //                          every handle open at the error fails (errseq)
 //   fail LBA range      -> EIO on any request touching [offset, offset+length); RAID: reconstruct
-//   injected errno      -> the same failures with another errno (ENOSPC: a full file system)
+//   injected errno      -> the same failures with another errno (ENOSPC: a full file system;
+//                          FailRange over a sparse file's holes); RAID: the member fails, as on
+//                          any write error; forced assembly brings it back
 //   latency model       -> no data effect; benchmarks (hdd model: seek + transfer)
 //   torn write          -> only a prefix of one write lands, the write reports success or EIO
+//   shrink              -> as a file truncated while in use (io/file_device_impl.h ShrinkWatch):
+//                          the first read reaching past the new end, or the next flush, fails
+//                          with IOError, and so does every request after it; RAID: the member
+//                          fails and its data comes from parity
 //   crash               -> every write not covered by a completed Flush is dropped (or, with
 //                          CrashMode::kRandomSubset, each unflushed write independently kept or
 //                          dropped, at write-request granularity); after Crash() all I/O fails
@@ -62,6 +68,10 @@ class FaultDevice : public BlockDevice {
   virtual void FailNthOf(IoOp op, uint64_t n) = 0;
   // Fail every read and/or write touching [offset, offset + length).
   virtual void FailRange(uint64_t offset, uint64_t length, bool reads, bool writes) = 0;
+  // The device behaves as a file truncated to end_bytes (see the atlas above) until
+  // ClearFailures. Writes before the shrink is seen land (a real file would grow back around a
+  // hole); the bytes past end_bytes stay on the inner device.
+  virtual void Shrink(uint64_t end_bytes) = 0;
   virtual void ClearFailures() = 0;
   // The errno every injected failure carries from now on (FailNth, FailNthOf, FailRange; EIO
   // until set): ENOSPC makes them NoSpace, as a full file system under a file device would.

@@ -93,6 +93,26 @@ struct RaidOptions {
   uint64_t bitmap_clear_delay_ms = 5000;
 };
 
+// How to assemble an array (RaidDevice::Assemble).
+struct RaidAssembleOptions {
+  // Forced assembly, as mdadm --assemble --force (docs/format/raid.md, "Forced assembly"):
+  // when too few members are in sync, take back the most recently failed members whose only
+  // difference from the array is that failure (not replaced, in sync when they dropped out,
+  // nothing but failure marks missed), as many as the array needs to start. The decision is
+  // written at once (the members are active again, events bumped) and every region is marked
+  // for resync: writes that failed as the members dropped out may have left stripes
+  // inconsistent. Without need (enough members in sync) it changes nothing.
+  bool force = false;
+};
+
+// A member a forced assembly took back.
+struct RaidForcedMember {
+  uint32_t slot = 0;
+  std::string name;
+  uint64_t events = 0;         // of its superblock when it dropped out
+  uint64_t events_behind = 0;  // updates it missed (all of them failure marks)
+};
+
 enum class RaidSyncAction : uint8_t { kResync, kCheck, kRepair, kRebuild };
 std::string_view RaidSyncActionName(RaidSyncAction a);
 
@@ -174,6 +194,7 @@ struct RaidStatus {
   RaidSyncProgress sync;          // the action in progress or pending (from the checkpoint)
   uint64_t rebuild_checkpoint = 0;
   std::vector<RaidMemberStatus> members;
+  std::vector<RaidForcedMember> forced;  // members this assembly took back by force
 };
 
 struct RaidMemberStats {
@@ -234,6 +255,12 @@ class RaidDevice : public BlockDevice {
   // was away cannot rejoin unnoticed once the array changed without it.
   static Result<std::unique_ptr<RaidDevice>> Assemble(std::vector<RaidMember> members,
                                                       const RaidOptions& options);
+  // The same, forced when assemble.force (RaidAssembleOptions): Describe().forced lists the
+  // members taken back. Errors: as above; a forced assembly that cannot start names why each
+  // failed member could not be taken back.
+  static Result<std::unique_ptr<RaidDevice>> Assemble(std::vector<RaidMember> members,
+                                                      const RaidOptions& options,
+                                                      const RaidAssembleOptions& assemble);
 
   // The status of the array that `members` form, from their superblocks and bitmaps alone:
   // reads only, writes nothing, and needs no exclusive use of the members, so it may look at
@@ -259,8 +286,13 @@ class RaidDevice : public BlockDevice {
   // Marks a member failed (as if it failed a write). Errors: InvalidArgument for an unknown or
   // already failed slot, or when the array would lose more members than its level tolerates.
   virtual Status FailMember(uint32_t slot) = 0;
-  // Puts a fresh member in a failed slot; it is rebuilt by Sync(kRebuild).
+  // Puts a fresh member in a failed slot; it is rebuilt by Sync(kRebuild). Checks the member
+  // with CheckReplacement first.
   virtual Status ReplaceMember(uint32_t slot, RaidMember fresh) = 0;
+  // What ReplaceMember would refuse about `fresh` for `slot` (level without redundancy, slot out
+  // of range, block size, too small), whatever the slot's health, and without touching the
+  // array or the member: call it before failing a slot that is to be replaced.
+  virtual Status CheckReplacement(uint32_t slot, const RaidMember& fresh) const = 0;
 
   // Healing for a checksumming layer above (a dev: block store): reads array bytes
   // [offset, offset + length) as if member `slot` were missing, rebuilding the pieces it holds

@@ -218,17 +218,6 @@ size_t ChainIovecs(const IoRequest* head, uint64_t skip_bytes, iovec* out, size_
   return n;
 }
 
-void ZeroFillChain(const IoRequest* head, uint64_t from_bytes) {
-  for (const IoRequest* r = head; r != nullptr; r = r->next_in_merge) {
-    if (from_bytes >= r->length) {
-      from_bytes -= r->length;
-      continue;
-    }
-    std::memset(r->buf + from_bytes, 0, r->length - from_bytes);
-    from_bytes = 0;
-  }
-}
-
 ShortTransfer AfterTransfer(IoOp op, uint64_t length_bytes, uint32_t logical_block_bytes,
                             uint64_t res, uint64_t* done_bytes) {
   uint64_t reached = *done_bytes + res;
@@ -246,7 +235,7 @@ ShortTransfer AfterTransfer(IoOp op, uint64_t length_bytes, uint32_t logical_blo
   if (op == IoOp::kRead) {
     // No whole block beyond the current position: end of file inside this block.
     *done_bytes = reached;
-    return ShortTransfer::kZeroFill;
+    return ShortTransfer::kEndOfFile;
   }
   return ShortTransfer::kNoProgress;
 }

@@ -42,15 +42,12 @@ size_t ChainLength(const IoRequest* head);
 // REQUIRES: the chain's buffers fit in max segments (they did when the chain was merged).
 size_t ChainIovecs(const IoRequest* head, uint64_t skip_bytes, iovec* out, size_t max);
 
-// Zeroes bytes [from_bytes, end) of the merged read whose chain starts at head.
-void ZeroFillChain(const IoRequest* head, uint64_t from_bytes);
-
 // What to do after a transfer of res >= 0 bytes at position *done_bytes of a request of
 // length_bytes (file devices; O_DIRECT requires block-aligned resubmission).
 enum class ShortTransfer {
   kComplete,   // everything transferred
   kResubmit,   // continue from the updated *done_bytes (block-aligned)
-  kZeroFill,   // a read hit end of file: zero from *done_bytes to the end, then complete
+  kEndOfFile,  // a read met end of file at *done_bytes: the file shrank (ShrinkWatch)
   kNoProgress, // a write made no progress: fail
 };
 ShortTransfer AfterTransfer(IoOp op, uint64_t length_bytes, uint32_t logical_block_bytes,

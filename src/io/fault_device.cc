@@ -149,6 +149,10 @@ class FaultDeviceImpl final : public FaultDevice {
     std::lock_guard<std::mutex> lock(mu_);
     fail_ranges_.push_back(FailedRange{offset, length, reads, writes});
   }
+  void Shrink(uint64_t end_bytes) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    shrunk_end_bytes_ = end_bytes;
+  }
   void ClearFailures() override {
     std::lock_guard<std::mutex> lock(mu_);
     fail_nth_ = 0;
@@ -156,6 +160,8 @@ class FaultDeviceImpl final : public FaultDevice {
     fail_ranges_.clear();
     torn_armed_ = false;
     injected_errno_ = EIO;
+    shrunk_end_bytes_ = kNotShrunk;
+    shrink_seen_ = false;
   }
   void SetInjectedErrno(int err) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -202,6 +208,7 @@ class FaultDeviceImpl final : public FaultDevice {
 
   Result<FaultThread*> GetThread();
   Status Screen(const IoRequest& r);                              // REQUIRES: mu_ held
+  Status ScreenShrink(const IoRequest& r);                        // REQUIRES: mu_ held
   void Forward(FaultThread* t, IoRequest* r, uint64_t finish_ns,  // REQUIRES: mu_ held
                uint64_t group_bytes, bool leader);
   Status CaptureFlushedImage(uint64_t offset, uint64_t length);   // REQUIRES: mu_ held
@@ -226,6 +233,9 @@ class FaultDeviceImpl final : public FaultDevice {
   bool torn_report_error_ = false;    // GUARDED_BY(mu_)
   uint64_t injected_errors_ = 0;      // GUARDED_BY(mu_)
   int injected_errno_ = EIO;          // GUARDED_BY(mu_)
+  static constexpr uint64_t kNotShrunk = UINT64_MAX;
+  uint64_t shrunk_end_bytes_ = kNotShrunk;  // GUARDED_BY(mu_)
+  bool shrink_seen_ = false;          // GUARDED_BY(mu_)
   io_internal::LatencyClock clock_;   // GUARDED_BY(mu_)
   CrashLog log_;                      // GUARDED_BY(mu_)
   bool tracking_ = true;              // GUARDED_BY(mu_)
@@ -250,11 +260,28 @@ Result<FaultThread*> FaultDeviceImpl::GetThread() {
   return static_cast<FaultThread*>(*s);
 }
 
+// As ShrinkWatch does for a real file: the shrink is seen by a read reaching past the end or by
+// a flush, and from then on every request fails.
+Status FaultDeviceImpl::ScreenShrink(const IoRequest& r) {
+  if (shrunk_end_bytes_ == kNotShrunk) return Status::OK();
+  const std::string shrunk = name_ + ": the file shrank to " + std::to_string(shrunk_end_bytes_) +
+                             " bytes while in use (injected)";
+  if (shrink_seen_) return Status::IOError(shrunk);
+  if (r.op == IoOp::kFlush || (r.op == IoOp::kRead && r.offset + r.length > shrunk_end_bytes_)) {
+    shrink_seen_ = true;
+    ++injected_errors_;
+    return Status::IOError(shrunk + "; " + std::string(IoOpName(r.op)) + " at offset " +
+                           std::to_string(r.offset));
+  }
+  return Status::OK();
+}
+
 Status FaultDeviceImpl::Screen(const IoRequest& r) {
   const io_internal::DeviceGeometry geo{name_, inner_->logical_block_bytes(), 0,
                                         inner_->size_bytes(), false};
   FOLIO_RETURN_IF_ERROR(io_internal::ValidateRequest(r, geo));
   if (crashed_) return CrashedError();
+  FOLIO_RETURN_IF_ERROR(ScreenShrink(r));
   bool fail = false;
   if (fail_nth_ > 0 && --fail_nth_ == 0) fail = true;
   uint64_t& nth_of = fail_nth_of_[static_cast<int>(r.op)];

@@ -115,6 +115,29 @@ TEST(FaultDevice, InjectedErrnoMakesTheFailuresNoSpace) {
   EXPECT_EQ(s.ToErrno(), EIO);
 }
 
+// As a truncated file: writes land, then the first read past the end fails and so does every
+// request after it (also below the end); ClearFailures ends it.
+TEST(FaultDevice, ShrinkIsSeenByAReadPastTheEndOrAFlushAndSticks) {
+  for (bool by_flush : {false, true}) {
+    SCOPED_TRACE(by_flush ? "flush" : "read");
+    auto dev = FaultDevice::Wrap(Mem());
+    dev->Shrink(8192);
+    ASSERT_TRUE(WriteFill(dev.get(), 0, 16384, 'a').ok());
+    AlignedBuffer buf(16384);
+    ASSERT_TRUE(dev->Read(0, buf.data(), 8192).ok());
+    Status s = by_flush ? dev->Flush() : dev->Read(4096, buf.data(), 8192);
+    EXPECT_EQ(s.code(), StatusCode::kIOError);
+    EXPECT_NE(s.ToString().find("the file shrank to 8192 bytes while in use"), std::string::npos)
+        << s.ToString();
+    EXPECT_TRUE(dev->Read(0, buf.data(), 4096).IsIOError());
+    EXPECT_TRUE(WriteFill(dev.get(), 0, 4096, 'b').IsIOError());
+    EXPECT_TRUE(dev->Flush().IsIOError());
+    EXPECT_EQ(dev->injected_errors(), 1u);
+    dev->ClearFailures();
+    EXPECT_EQ(ReadAll(dev.get(), 0, 16384), std::string(16384, 'a'));
+  }
+}
+
 TEST(FaultDevice, TornWriteLandsOnlyAPrefix) {
   auto dev = FaultDevice::Wrap(Mem());
   ASSERT_TRUE(WriteFill(dev.get(), 0, 16384, 'o').ok());

@@ -108,6 +108,35 @@ Status ProbeGeometry(const FileDeviceOptions& options, OpenedFile* f) {
 
 }  // namespace
 
+Status ShrinkWatch::Check(const OpenedFile& f) const {
+  const uint64_t end = end_bytes_.load(std::memory_order_acquire);
+  if (end == kNotShrunk) return Status::OK();
+  return Status::IOError(f.name + ": the file shrank to " + std::to_string(end) +
+                         " bytes while in use (the device is " + FormatSize(f.size_bytes) +
+                         "): data past its end is gone; open it again to use it");
+}
+
+Status ShrinkWatch::Shrunk(const OpenedFile& f, uint64_t end_bytes) {
+  uint64_t expected = kNotShrunk;
+  end_bytes_.compare_exchange_strong(expected, end_bytes, std::memory_order_acq_rel);
+  return Check(f);
+}
+
+Status ShrinkWatch::ReadHitEnd(const OpenedFile& f, const std::string& what, uint64_t end_bytes) {
+  (void)Shrunk(f, end_bytes);
+  return Status::IOError(f.name + ": " + what + ": the file ends at byte " +
+                         std::to_string(end_bytes) + ", inside the device (" +
+                         FormatSize(f.size_bytes) + "): it shrank while in use");
+}
+
+Status ShrinkWatch::AfterFlush(const OpenedFile& f) {
+  if (f.block_device) return Check(f);
+  struct stat st;
+  if (::fstat(f.fd, &st) != 0) return Status::FromErrno(errno, f.name + ": fstat after fsync");
+  const uint64_t bytes = static_cast<uint64_t>(st.st_size);
+  return bytes < f.size_bytes ? Shrunk(f, bytes) : Check(f);
+}
+
 Result<OpenedFile> OpenBackingFile(const std::string& path, const FileDeviceOptions& options) {
   if (options.size_bytes % 4096 != 0) {
     return Status::InvalidArgument(path + ": size " + std::to_string(options.size_bytes) +
@@ -132,7 +161,9 @@ Result<OpenedFile> OpenBackingFile(const std::string& path, const FileDeviceOpti
       return Status::NotFound(path + ": no such file or directory (create it, or open with "
                                      "create and a size)");
     }
-    if (err == EISDIR) {
+    struct stat st;
+    if (err == EISDIR || (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))) {
+      // (A read-only O_DIRECT open of a directory fails with EINVAL, not EISDIR.)
       return Status::InvalidArgument(path + ": is a directory; give a regular file or a block "
                                             "device");
     }

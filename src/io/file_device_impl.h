@@ -4,6 +4,7 @@
 // Thread safety: OpenedFile is a value owned by one device; the functions are thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -30,6 +31,35 @@ struct OpenedFile {
   OpenedFile(const OpenedFile&) = delete;
   OpenedFile& operator=(const OpenedFile&) = delete;
   ~OpenedFile();
+};
+
+// A regular file that shrank below the device's size while in use has lost the data past its
+// new end. The device's size is fixed at open (and rounded down to whole blocks), so a read
+// that meets end of file inside it, or a flush after which the file is smaller than the
+// device, can only mean that: the request fails (IOError naming the file, where it ends and
+// the device's size), and so does every request after it, until the file is opened again.
+// A shrunk member must not read as zeros, nor be "repaired" by writes that grow the file back
+// around holes: RAID fails it and serves its data from parity.
+//
+// Not seen: a write past the new end before the next read that meets the end or the next
+// flush extends the file again (leaving a hole that reads as zeros); the next flush still
+// fails if the file is smaller than the device.
+//
+// Thread safety: all methods are thread-safe.
+class ShrinkWatch {
+ public:
+  // The error of a request made after the shrink was seen, else OK.
+  Status Check(const OpenedFile& f) const;
+  // A read met end of file at end_bytes (inside the device): records it; returns the error
+  // of the request `what` ("read of 4096 bytes at offset N").
+  Status ReadHitEnd(const OpenedFile& f, const std::string& what, uint64_t end_bytes);
+  // After a successful flush: the error if the file is now smaller than the device, else OK.
+  Status AfterFlush(const OpenedFile& f);
+
+ private:
+  Status Shrunk(const OpenedFile& f, uint64_t end_bytes);
+  static constexpr uint64_t kNotShrunk = UINT64_MAX;
+  std::atomic<uint64_t> end_bytes_{kNotShrunk};
 };
 
 // Opens and probes path per options (flags, size extension, block size). Errors: NotFound,

@@ -1,4 +1,4 @@
-// File-device specifics: opening errors, engine fallback, read-only, short reads at EOF.
+// File-device specifics: opening errors, engine fallback, read-only, a file that shrinks.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -37,10 +37,16 @@ TEST_P(FileDeviceTest, MissingPathIsNotFound) {
 }
 
 TEST_P(FileDeviceTest, DirectoryIsInvalidArgument) {
-  auto dev = OpenFileDevice(dir_.path(), Options());
-  ASSERT_FALSE(dev.ok());
-  EXPECT_TRUE(dev.status().IsInvalidArgument()) << dev.status().ToString();
-  EXPECT_NE(dev.status().ToString().find("is a directory"), std::string::npos);
+  // Read-only, O_DIRECT: open(2) says EINVAL, not EISDIR (it was "does not support O_DIRECT").
+  for (bool read_only : {false, true}) {
+    FileDeviceOptions o = Options();
+    o.read_only = read_only;
+    auto dev = OpenFileDevice(dir_.path(), o);
+    ASSERT_FALSE(dev.ok());
+    EXPECT_TRUE(dev.status().IsInvalidArgument()) << dev.status().ToString();
+    EXPECT_NE(dev.status().ToString().find("is a directory"), std::string::npos)
+        << dev.status().ToString();
+  }
 }
 
 TEST_P(FileDeviceTest, SizeMustBeMultipleOf4096) {
@@ -78,10 +84,11 @@ TEST_P(FileDeviceTest, CreateExtendsAndReopenKeepsData) {
   EXPECT_NE(s.ToString().find("read-only"), std::string::npos);
 }
 
-// A file shrunk behind the device's back: reads past its end return zeros, including the
-// unaligned tail block. (ext4's O_DIRECT zeroes holes past EOF itself; buffered reads leave
-// the buffer alone, so the buffered run is the one that proves the device zero-fills.)
-TEST_P(FileDeviceTest, ShortReadAtEndOfFileZeroFills) {
+// A file shrunk behind the device's back (the device's size is fixed at open): a read that
+// meets the new end fails, naming the file and where it ends, and every request after it fails
+// too, also inside what is left: the device never reads past-the-end bytes as zeros. Buffered
+// (512-byte blocks, the unaligned tail) and O_DIRECT.
+TEST_P(FileDeviceTest, ReadPastTheEndOfAShrunkFileIsAnErrorAndSticks) {
   for (bool direct : {true, false}) {
     SCOPED_TRACE(direct ? "O_DIRECT" : "buffered");
     ShortReadAtEndOfFile(direct);
@@ -99,13 +106,50 @@ void FileDeviceTest::ShortReadAtEndOfFile(bool direct) {
   ASSERT_TRUE((*dev)->Write(0, buf.data(), 65536).ok());
   ASSERT_TRUE((*dev)->Flush().ok());
   ASSERT_EQ(::truncate(path.c_str(), 5000), 0);
-  std::memset(buf.data(), 0x11, 65536);
   Status s = (*dev)->Read(0, buf.data(), 16384);
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_EQ(buf.data()[4999], 0x7e);
-  EXPECT_EQ(buf.data()[5000], 0);
-  EXPECT_EQ(buf.data()[16383], 0);
-  EXPECT_EQ(buf.data()[16384], 0x11);
+  EXPECT_EQ(s.code(), StatusCode::kIOError) << s.ToString();
+  EXPECT_NE(s.ToString().find("file:" + path + ": read of 16384 bytes at offset 0: the file "
+                              "ends at byte 5000, inside the device (64K): it shrank while in "
+                              "use"),
+            std::string::npos)
+      << s.ToString();
+  for (IoOp op : {IoOp::kRead, IoOp::kWrite, IoOp::kFlush}) {
+    s = op == IoOp::kRead ? (*dev)->Read(0, buf.data(), 4096)
+        : op == IoOp::kWrite ? (*dev)->Write(0, buf.data(), 4096)
+                             : (*dev)->Flush();
+    EXPECT_EQ(s.code(), StatusCode::kIOError) << IoOpName(op);
+    EXPECT_NE(s.ToString().find("the file shrank to 5000 bytes while in use (the device is 64K)"),
+              std::string::npos)
+        << s.ToString();
+  }
+  // Opened again, the file is what is left of it.
+  dev->reset();
+  o.size_bytes = 0;
+  o.create = false;
+  auto again = OpenFileDevice(path, o);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ((*again)->size_bytes(), 5000 - 5000 % (*again)->logical_block_bytes());
+  EXPECT_TRUE((*again)->Read(0, buf.data(), 4096).ok());
+  EXPECT_EQ(buf.data()[4095], 0x7e);
+}
+
+// Writes do not meet end of file (they grow it back, around a hole), so a shrink that no read
+// met is found by the next flush: it fails, and so does everything after it.
+TEST_P(FileDeviceTest, FlushFindsAShrinkNoReadMet) {
+  const std::string path = dir_.File("f");
+  auto dev = OpenFileDevice(path, Options(64 << 10));
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  AlignedBuffer buf = AlignedBuffer::Zeroed(8192);
+  ASSERT_TRUE((*dev)->Write(0, buf.data(), 8192).ok());
+  ASSERT_TRUE((*dev)->Flush().ok());
+  ASSERT_EQ(::truncate(path.c_str(), 8192), 0);
+  ASSERT_TRUE((*dev)->Write(0, buf.data(), 4096).ok());  // inside what is left
+  Status s = (*dev)->Flush();
+  EXPECT_EQ(s.code(), StatusCode::kIOError);
+  EXPECT_NE(s.ToString().find("the file shrank to 8192 bytes while in use (the device is 64K)"),
+            std::string::npos)
+      << s.ToString();
+  EXPECT_EQ((*dev)->Read(0, buf.data(), 4096).code(), StatusCode::kIOError);
 }
 
 TEST_P(FileDeviceTest, ODirectRefusedIsNotSupported) {

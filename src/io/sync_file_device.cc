@@ -32,6 +32,7 @@ class SyncFileDevice final : public QueuedDevice {
   }
 
   Status Execute(const MergedRequest& m, const iovec* iov) override {
+    FOLIO_RETURN_IF_ERROR(shrink_.Check(file_));
     switch (m.op) {
       case IoOp::kRead:
       case IoOp::kWrite: return Transfer(m, iov);
@@ -39,7 +40,7 @@ class SyncFileDevice final : public QueuedDevice {
         while (::fsync(file_.fd) != 0) {
           if (errno != EINTR) return Status::FromErrno(errno, file_.name + ": fsync");
         }
-        return Status::OK();
+        return shrink_.AfterFlush(file_);
       case IoOp::kTrim:
         while (::fallocate(file_.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                            static_cast<off_t>(m.offset), static_cast<off_t>(m.length)) != 0) {
@@ -51,10 +52,11 @@ class SyncFileDevice final : public QueuedDevice {
   }
 
  private:
-  std::string Context(const MergedRequest& m) const {
-    return file_.name + ": " + std::string(IoOpName(m.op)) + " of " + std::to_string(m.length) +
-           " bytes at offset " + std::to_string(m.offset);
+  static std::string Describe(const MergedRequest& m) {
+    return std::string(IoOpName(m.op)) + " of " + std::to_string(m.length) + " bytes at offset " +
+           std::to_string(m.offset);
   }
+  std::string Context(const MergedRequest& m) const { return file_.name + ": " + Describe(m); }
 
   Status Transfer(const MergedRequest& m, const iovec* iov) {
     iovec rest[RequestMerger::kMaxSegments];
@@ -77,7 +79,8 @@ class SyncFileDevice final : public QueuedDevice {
                             static_cast<uint64_t>(res), &done)) {
         case ShortTransfer::kComplete: return Status::OK();
         case ShortTransfer::kResubmit: break;
-        case ShortTransfer::kZeroFill: ZeroFillChain(m.head, done); return Status::OK();
+        case ShortTransfer::kEndOfFile:
+          return shrink_.ReadHitEnd(file_, Describe(m), m.offset + done);
         case ShortTransfer::kNoProgress:
           return Status::IOError(Context(m) + ": write made no progress at byte " +
                                  std::to_string(done));
@@ -86,6 +89,7 @@ class SyncFileDevice final : public QueuedDevice {
   }
 
   OpenedFile file_;
+  ShrinkWatch shrink_;
 };
 
 }  // namespace

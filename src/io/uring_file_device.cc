@@ -115,12 +115,14 @@ class UringFileDevice final : public BlockDevice {
   Status Reap(Ring* ring, bool wait);
   void HandleCompletion(Ring* ring, uint32_t index, int res, uint64_t now_ns);
   void Finish(Ring* ring, uint32_t index, Status status, uint64_t now_ns);
-  std::string Context(const Slot& s) const {
-    return file_.name + ": " + std::string(IoOpName(s.op)) + " of " + std::to_string(s.length) +
-           " bytes at offset " + std::to_string(s.offset);
+  static std::string Describe(const Slot& s) {
+    return std::string(IoOpName(s.op)) + " of " + std::to_string(s.length) + " bytes at offset " +
+           std::to_string(s.offset);
   }
+  std::string Context(const Slot& s) const { return file_.name + ": " + Describe(s); }
 
   const OpenedFile file_;
+  ShrinkWatch shrink_;
   const uint32_t queue_depth_;
   const uint64_t max_request_bytes_;
   DeviceStats stats_;
@@ -200,6 +202,7 @@ Status UringFileDevice::Submit(std::span<IoRequest* const> batch) {
     r->submit_ns = now_ns;
     ++ring->in_flight;
     Status s = ValidateRequest(*r, geo);
+    if (s.ok()) s = shrink_.Check(file_);
     if (!s.ok()) {
       stats_.RecordError();
       ring->completions.Push(r, std::move(s));
@@ -355,16 +358,17 @@ void UringFileDevice::HandleCompletion(Ring* ring, uint32_t index, int res, uint
     return;
   }
   if (s.op == IoOp::kFlush || s.op == IoOp::kTrim) {
-    Finish(ring, index, Status::OK(), now_ns);
+    Finish(ring, index, s.op == IoOp::kFlush ? shrink_.AfterFlush(file_) : Status::OK(), now_ns);
     return;
   }
   switch (AfterTransfer(s.op, s.length, file_.logical_block_bytes, static_cast<uint64_t>(res),
                         &s.done_bytes)) {
     case ShortTransfer::kComplete: Finish(ring, index, Status::OK(), now_ns); return;
     case ShortTransfer::kResubmit: Prepare(ring, index, nullptr, 0); return;
-    case ShortTransfer::kZeroFill:
-      ZeroFillChain(s.head, s.done_bytes);
-      Finish(ring, index, Status::OK(), now_ns);
+    case ShortTransfer::kEndOfFile:
+      Finish(ring, index,
+             shrink_.ReadHitEnd(file_, Describe(s), s.offset + s.done_bytes),
+             now_ns);
       return;
     case ShortTransfer::kNoProgress:
       Finish(ring, index,

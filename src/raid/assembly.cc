@@ -1,5 +1,6 @@
 #include "raid/assembly.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -100,6 +101,68 @@ MemberDecision Decide(const MemberHeader& m, const Superblock& ref) {
   }
 }
 
+// Rule 7 a-c for a member whose slot the reference marks failed: why it cannot be taken back,
+// or "" when it can.
+std::string WhyNotForcible(const Superblock& s, const Superblock& ref) {
+  if (ref.slot_uuids[s.role] != s.member_uuid) return "replaced";
+  if (s.slot_states[s.role] != SlotState::kActive) {
+    return "it was " + std::string(SlotStateName(s.slot_states[s.role])) +
+           ", not in sync, when it dropped out";
+  }
+  for (uint32_t t = 0; t < ref.member_count; ++t) {
+    const std::string slot = "slot " + std::to_string(t);
+    if (s.slot_uuids[t] != ref.slot_uuids[t]) return slot + " was replaced since it dropped out";
+    const SlotState was = s.slot_states[t], now = ref.slot_states[t];
+    if (was != now && !(was == SlotState::kActive && now == SlotState::kFailed)) {
+      return slot + " went from " + std::string(SlotStateName(was)) + " to " +
+             std::string(SlotStateName(now)) + " since it dropped out";
+    }
+  }
+  return "";
+}
+
+// Rule 7: takes back the most recently failed forcible members, as many as `need`, and those
+// that tie with the last; "" on success, else why it cannot.
+std::string Force(std::span<const MemberHeader> members, uint32_t need, AssemblyPlan* plan) {
+  const Superblock& ref = plan->reference;
+  std::vector<ForcedMember> candidates;
+  std::string why;
+  for (size_t i = 0; i < members.size(); ++i) {
+    const MemberDecision& d = plan->members[i];
+    if (d.verdict != MemberVerdict::kStale) continue;
+    const Superblock& s = *members[i].superblock;
+    if (ref.slot_states[s.role] != SlotState::kFailed) continue;
+    const std::string no = WhyNotForcible(s, ref);
+    if (!no.empty()) {
+      why += "; " + d.name + ": " + no;
+      continue;
+    }
+    candidates.push_back({static_cast<int>(i), s.role, s.events, ref.events - s.events});
+  }
+  if (candidates.size() < need) {
+    return std::to_string(candidates.size()) + " failed member(s) can be taken back, " +
+           std::to_string(need) + " needed" + why;
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const ForcedMember& x, const ForcedMember& y) { return x.events > y.events; });
+  size_t take = need;
+  while (take < candidates.size() && candidates[take].events == candidates[need - 1].events) {
+    ++take;
+  }
+  for (size_t k = 0; k < take; ++k) {
+    const ForcedMember& f = candidates[k];
+    plan->reference.slot_states[f.slot] = SlotState::kActive;
+    plan->slot_member[f.slot] = f.member;
+    MemberDecision& d = plan->members[static_cast<size_t>(f.member)];
+    d.verdict = MemberVerdict::kActive;
+    d.why = "forced back: failed " + std::to_string(f.events_behind) + " update(s) ago (events " +
+            std::to_string(f.events) + ", array at " + std::to_string(ref.events) + ")";
+    plan->forced.push_back(f);
+    ++plan->in_sync;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string_view MemberVerdictName(MemberVerdict v) {
@@ -112,7 +175,8 @@ std::string_view MemberVerdictName(MemberVerdict v) {
   return "unknown";
 }
 
-Result<AssemblyPlan> DecideAssembly(std::span<const MemberHeader> members) {
+Result<AssemblyPlan> DecideAssembly(std::span<const MemberHeader> members,
+                                    const AssemblyOptions& options) {
   if (members.empty()) return Status::InvalidArgument("no members given");
   FOLIO_ASSIGN_OR_RETURN(size_t ref, PickReference(members));
   AssemblyPlan plan;
@@ -135,6 +199,11 @@ Result<AssemblyPlan> DecideAssembly(std::span<const MemberHeader> members) {
   const uint32_t tolerance = RaidFailureTolerance(r.level, r.member_count);
   const uint32_t needed = r.member_count - tolerance;
   if (plan.in_sync >= needed) return plan;
+  std::string forced_why;
+  if (options.force) {
+    forced_why = Force(members, needed - plan.in_sync, &plan);
+    if (forced_why.empty()) return plan;
+  }
 
   std::string why;
   for (uint32_t s = 0; s < r.member_count; ++s) {
@@ -151,11 +220,12 @@ Result<AssemblyPlan> DecideAssembly(std::span<const MemberHeader> members) {
       why += "; " + d.name + ": " + std::string(MemberVerdictName(d.verdict)) + " (" + d.why + ")";
     }
   }
+  if (options.force) why += "; forced: " + forced_why;
   return Status::InvalidArgument(
-      "cannot assemble " + std::string(RaidLevelName(r.level)) + " array " +
-      ShortId(r.array_uuid) + ": " + std::to_string(plan.in_sync) + " of " +
-      std::to_string(r.member_count) + " members in sync, needs at least " +
-      std::to_string(needed) + why);
+      std::string(options.force ? "cannot assemble, even forced, " : "cannot assemble ") +
+      std::string(RaidLevelName(r.level)) + " array " + ShortId(r.array_uuid) + ": " +
+      std::to_string(plan.in_sync) + " of " + std::to_string(r.member_count) +
+      " members in sync, needs at least " + std::to_string(needed) + why);
 }
 
 }  // namespace folio::raid

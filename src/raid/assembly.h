@@ -15,6 +15,17 @@
 //      members disagreeing at the same event count, are refused.
 //   6. The array starts when at least members - tolerance slots are active and present;
 //      otherwise the error names every slot and member and why it does not count.
+//   7. Forced (AssemblyOptions::force, as mdadm --assemble --force), only when rule 6 refuses:
+//      a member whose slot the reference marks failed is taken back when
+//        a. it still owns its slot (not replaced: its member id is the slot's),
+//        b. its own superblock has its slot active (it was in sync when it dropped out, not a
+//           replacement still rebuilding), and
+//        c. its own slot table differs from the reference's only by slots gone from active to
+//           failed: every update it missed was a failure mark (no replace, no rebuild);
+//      of those, the most recent to fail (highest own events) first, as many as rule 6 needs,
+//      with any that tie with the last one taken (they dropped out at the same update). The
+//      others stay failed: they missed writes the array took after they failed. Nothing is
+//      forced when even all of them are not enough.
 //
 // Thread safety: pure function.
 #pragma once
@@ -43,6 +54,18 @@ struct MemberDecision {
   std::string why;   // stale / unreadable: the reason; active: a note (may be empty)
 };
 
+// A member rule 7 took back.
+struct ForcedMember {
+  int member = -1;             // index into the input members
+  uint32_t slot = 0;
+  uint64_t events = 0;         // its own superblock's
+  uint64_t events_behind = 0;  // reference events - its events: updates it missed
+};
+
+struct AssemblyOptions {
+  bool force = false;  // rule 7
+};
+
 struct AssemblyPlan {
   Superblock reference;               // the freshest superblock: the array's agreed state
   std::vector<int> slot_member;       // per slot: index into the input members, or -1
@@ -50,10 +73,12 @@ struct AssemblyPlan {
   uint32_t in_sync = 0;               // active slots with their member present
   uint32_t missing = 0;               // active or rebuilding slots with no usable member
   uint32_t rebuilding = 0;            // rebuilding slots with their member present
+  std::vector<ForcedMember> forced;   // rule 7: their slots count as active (and in_sync)
 };
 
 // Errors: InvalidArgument naming each member and why (mixed arrays, duplicates, too few in
-// sync, no superblock at all).
-Result<AssemblyPlan> DecideAssembly(std::span<const MemberHeader> members);
+// sync, no superblock at all; forced: why each failed member could not be taken back).
+Result<AssemblyPlan> DecideAssembly(std::span<const MemberHeader> members,
+                                    const AssemblyOptions& options = {});
 
 }  // namespace folio::raid

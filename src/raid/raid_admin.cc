@@ -128,6 +128,24 @@ Result<uint64_t> RuntimeUnit(const RaidOptions& options, uint64_t stored, uint64
   return unit;
 }
 
+// A forced assembly's decision reaches the disk before any I/O: every present member's
+// superblock gets the slot table with the forced members active (not clean: the array is in
+// use from here), and every bitmap region is marked for resync (writes that failed while the
+// members dropped out may have left any stripe inconsistent, and the bitmap of a failing array
+// may have cleared bits of writes it acknowledged without them).
+Status PersistForced(ArrayMeta* meta, WriteIntentBitmap* bitmap) {
+  FOLIO_RETURN_IF_ERROR(meta->Update([](Superblock* s) { s->flags &= ~kSuperblockFlagClean; })
+                            .WithContext("recording the forced assembly"));
+  if (bitmap == nullptr) return Status::OK();
+  bitmap->MarkAllForResync();
+  AlignedBuffer image(bitmap->image_bytes());
+  const uint64_t v = bitmap->Snapshot(image.data());
+  FOLIO_RETURN_IF_ERROR(meta->WriteBitmap(image.data(), /*flush=*/true)
+                            .WithContext("recording the forced assembly's resync"));
+  bitmap->MarkDurable(v);
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RaidDevice>> CreateImpl(std::vector<RaidMember> members,
@@ -197,13 +215,15 @@ Result<std::unique_ptr<RaidDevice>> CreateImpl(std::vector<RaidMember> members,
 }
 
 Result<std::unique_ptr<RaidDevice>> AssembleImpl(std::vector<RaidMember> members,
-                                                 const RaidOptions& options) {
+                                                 const RaidOptions& options,
+                                                 const RaidAssembleOptions& assemble) {
   std::vector<MemberHeader> headers;
   for (const RaidMember& m : members) {
     FOLIO_RETURN_IF_ERROR(ValidateMember(m));
     headers.push_back(ReadMemberHeader(m.name, m.device.get()));
   }
-  FOLIO_ASSIGN_OR_RETURN(AssemblyPlan plan, DecideAssembly(headers));
+  FOLIO_ASSIGN_OR_RETURN(AssemblyPlan plan,
+                         DecideAssembly(headers, AssemblyOptions{.force = assemble.force}));
   const Superblock& sb = plan.reference;
   FOLIO_ASSIGN_OR_RETURN(StripeGeometry geometry,
                          StripeGeometry::Create({sb.level, sb.layout, sb.member_count,
@@ -244,10 +264,19 @@ Result<std::unique_ptr<RaidDevice>> AssembleImpl(std::vector<RaidMember> members
       pending = true;
     }
   }
+  std::vector<RaidForcedMember> forced;
+  if (!plan.forced.empty()) {
+    FOLIO_RETURN_IF_ERROR(PersistForced(meta.get(), bitmap.get()));
+    for (const ForcedMember& f : plan.forced) {
+      forced.push_back({f.slot, members[static_cast<size_t>(f.member)].name, f.events,
+                        f.events_behind});
+    }
+  }
   const RaidOptions o = WithMinimumCache(options, geometry, unit);
   auto device = std::make_unique<RaidDeviceImpl>(geometry, std::move(meta), std::move(bitmap),
                                                  unit, o);
-  device->SetActive(!sb.clean() && !pending);
+  device->SetActive(!forced.empty() || (!sb.clean() && !pending));
+  device->SetForced(std::move(forced));
   return std::unique_ptr<RaidDevice>(std::move(device));
 }
 
@@ -263,7 +292,13 @@ Result<std::unique_ptr<RaidDevice>> RaidDevice::Create(std::vector<RaidMember> m
 
 Result<std::unique_ptr<RaidDevice>> RaidDevice::Assemble(std::vector<RaidMember> members,
                                                          const RaidOptions& options) {
-  return raid::AssembleImpl(std::move(members), options);
+  return raid::AssembleImpl(std::move(members), options, RaidAssembleOptions{});
+}
+
+Result<std::unique_ptr<RaidDevice>> RaidDevice::Assemble(std::vector<RaidMember> members,
+                                                         const RaidOptions& options,
+                                                         const RaidAssembleOptions& assemble) {
+  return raid::AssembleImpl(std::move(members), options, assemble);
 }
 
 Status ValidateRaidCreate(const RaidCreateOptions& create, uint32_t member_count,

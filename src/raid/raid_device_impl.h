@@ -48,7 +48,8 @@ Result<std::unique_ptr<RaidDevice>> CreateImpl(std::vector<RaidMember> members,
                                                const RaidCreateOptions& create,
                                                const RaidOptions& options);
 Result<std::unique_ptr<RaidDevice>> AssembleImpl(std::vector<RaidMember> members,
-                                                 const RaidOptions& options);
+                                                 const RaidOptions& options,
+                                                 const RaidAssembleOptions& assemble);
 
 class RaidDeviceImpl final : public RaidDevice {
  public:
@@ -78,6 +79,7 @@ class RaidDeviceImpl final : public RaidDevice {
   std::optional<RaidSyncAction> PendingSync() const override;
   Status FailMember(uint32_t slot) override;
   Status ReplaceMember(uint32_t slot, RaidMember fresh) override;
+  Status CheckReplacement(uint32_t slot, const RaidMember& fresh) const override;
   Status Stop() override;
   // raid_heal.cc
   Status ReadAsIfMissing(uint32_t slot, uint64_t offset, uint64_t length, char* buf) override;
@@ -197,6 +199,8 @@ class RaidDeviceImpl final : public RaidDevice {
   PathCounters& counters() { return counters_; }
   // The superblock says not clean (set by Assemble; the first write sets it otherwise).
   void SetActive(bool active) { active_.store(active, std::memory_order_release); }
+  // What a forced assembly took back (Describe().forced). REQUIRES: before any other use.
+  void SetForced(std::vector<RaidForcedMember> forced) { forced_ = std::move(forced); }
 
  private:
   Status EnsureActive();
@@ -221,6 +225,7 @@ class RaidDeviceImpl final : public RaidDevice {
   std::atomic<bool> stopped_{false};
   std::mutex retired_mu_;
   std::vector<std::unique_ptr<BlockDevice>> retired_;  // replaced devices, kept for pollers
+  std::vector<RaidForcedMember> forced_;  // set once at assembly, then read-only
   std::atomic<bool> sync_running_{false};
   std::atomic<uint64_t> user_requests_{0};  // for the sync's foreground-I/O check
   mutable std::mutex progress_mu_;

@@ -92,6 +92,7 @@ RaidStatus DescribeArray(const Superblock& sb, const ArrayMeta& meta,
 RaidStatus RaidDeviceImpl::Describe() const {
   const Superblock sb = meta_->superblock();
   RaidStatus st = DescribeArray(sb, *meta_, bitmap_.get(), unit_bytes_);
+  st.forced = forced_;
   if (sync_running_.load()) {
     std::lock_guard<std::mutex> lock(progress_mu_);
     st.sync = progress_;
@@ -162,7 +163,7 @@ Status RaidDeviceImpl::FailMember(uint32_t slot) {
   return meta_->MarkFailed(slot);
 }
 
-Status RaidDeviceImpl::ReplaceMember(uint32_t slot, RaidMember fresh) {
+Status RaidDeviceImpl::CheckReplacement(uint32_t slot, const RaidMember& fresh) const {
   if (geometry_.level() == RaidLevel::kRaid0) {
     return Status::NotSupported(name_ + ": RAID 0 members cannot be rebuilt");
   }
@@ -173,12 +174,22 @@ Status RaidDeviceImpl::ReplaceMember(uint32_t slot, RaidMember fresh) {
   if (fresh.device == nullptr) {
     return Status::InvalidArgument("member " + fresh.name + ": no device");
   }
+  const uint32_t lbs = fresh.device->logical_block_bytes();
+  if (lbs == 0 || lbs > 4096 || 4096 % lbs != 0) {
+    return Status::InvalidArgument("member " + fresh.name + ": logical block size " +
+                                   std::to_string(lbs) + " does not divide 4096");
+  }
   const uint64_t need = meta_->data_offset_bytes() + geometry_.member_data_bytes();
   if (fresh.device->size_bytes() < need) {
     return Status::InvalidArgument("member " + fresh.name + " is too small (" +
                                    FormatSize(fresh.device->size_bytes()) + "): needs at least " +
                                    FormatSize(need));
   }
+  return Status::OK();
+}
+
+Status RaidDeviceImpl::ReplaceMember(uint32_t slot, RaidMember fresh) {
+  FOLIO_RETURN_IF_ERROR(CheckReplacement(slot, fresh));
   std::unique_ptr<BlockDevice> old;
   Status st = meta_->Replace(slot, {fresh.name, std::move(fresh.device)}, false, &old);
   if (old != nullptr) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -400,6 +401,99 @@ TEST(Assembly, Raid0NeedsEveryMember) {
   EXPECT_TRUE(DecideAssembly(Headers(set)).ok());
   set.pop_back();
   EXPECT_FALSE(DecideAssembly(Headers(set)).ok());
+}
+
+// Members `failing` drop out at one superblock update: the others get events + 1 and the
+// slots marked failed; the ones dropping out keep their superblocks as they were.
+void DropOut(std::vector<Superblock>* set, const std::vector<uint32_t>& failing) {
+  uint64_t events = 0;
+  for (const Superblock& sb : *set) events = std::max(events, sb.events);
+  for (uint32_t s = 0; s < set->size(); ++s) {
+    Superblock& sb = (*set)[s];
+    // Members that dropped out earlier (behind) or now hear nothing.
+    if (sb.events != events || std::find(failing.begin(), failing.end(), s) != failing.end()) {
+      continue;
+    }
+    sb.events = events + 1;
+    for (uint32_t f : failing) sb.slot_states[f] = SlotState::kFailed;
+  }
+}
+
+// ENOSPC failed all three members of a RAID 5 in turn: slot 0 first, then slot 1; slot 2's
+// superblock says so, and a plain assembly refuses (1 of 3 in sync).
+std::vector<Superblock> FailedInTurn() {
+  auto set = MakeArray(RaidLevel::kRaid5, 3, 5);
+  DropOut(&set, {0});
+  DropOut(&set, {1});
+  return set;
+}
+
+TEST(Assembly, ForcedTakesBackOnlyTheLastMemberToFail) {
+  const auto set = FailedInTurn();
+  ASSERT_EQ(set[0].events, 5u);
+  ASSERT_EQ(set[1].events, 6u);
+  ASSERT_EQ(set[2].events, 7u);
+  auto plain = DecideAssembly(Headers(set));
+  ASSERT_FALSE(plain.ok());
+  EXPECT_NE(plain.status().message().find("1 of 3 members in sync"), std::string_view::npos);
+
+  auto plan = DecideAssembly(Headers(set), AssemblyOptions{.force = true});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->forced.size(), 1u);
+  EXPECT_EQ(plan->forced[0].member, 1);
+  EXPECT_EQ(plan->forced[0].slot, 1u);
+  EXPECT_EQ(plan->forced[0].events, 6u);
+  EXPECT_EQ(plan->forced[0].events_behind, 1u);
+  EXPECT_EQ(plan->in_sync, 2u);
+  EXPECT_EQ(plan->slot_member, (std::vector<int>{-1, 1, 2}));
+  EXPECT_EQ(plan->reference.slot_states[1], SlotState::kActive);
+  EXPECT_EQ(plan->reference.slot_states[0], SlotState::kFailed);
+  EXPECT_EQ(plan->members[1].verdict, MemberVerdict::kActive);
+  EXPECT_NE(plan->members[1].why.find("forced back: failed 1 update(s) ago"), std::string::npos);
+  // Slot 0 missed the writes the array took after it failed: it stays out.
+  EXPECT_EQ(plan->members[0].verdict, MemberVerdict::kStale);
+
+  // Forcing where nothing needs it changes nothing.
+  auto healthy = DecideAssembly(Headers(MakeArray(RaidLevel::kRaid5, 3)),
+                                AssemblyOptions{.force = true});
+  ASSERT_TRUE(healthy.ok());
+  EXPECT_TRUE(healthy->forced.empty());
+}
+
+TEST(Assembly, ForcedTakesMembersThatDroppedOutTogether) {
+  auto set = MakeArray(RaidLevel::kRaid5, 3, 5);
+  DropOut(&set, {0, 1});  // one update marked both failed
+  auto plan = DecideAssembly(Headers(set), AssemblyOptions{.force = true});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->forced.size(), 2u);
+  EXPECT_EQ(plan->in_sync, 3u);
+  EXPECT_EQ(plan->missing, 0u);
+}
+
+TEST(Assembly, ForcedRefusesMembersThatMissedMoreThanFailureMarks) {
+  // Slot 1 was being rebuilt when it dropped out: it was never in sync.
+  auto rebuilding = FailedInTurn();
+  rebuilding[1].slot_states[1] = SlotState::kRebuilding;
+  auto r = DecideAssembly(Headers(rebuilding), AssemblyOptions{.force = true});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();  // slot 0 (5) is the next most recent
+  ASSERT_EQ(r->forced.size(), 1u);
+  EXPECT_EQ(r->forced[0].slot, 0u);
+
+  // After slot 1 dropped out, slot 0 was replaced (a fresh id, rebuilding): slot 1 missed
+  // that, so it cannot come back; slot 0's old member is replaced; the new one never synced.
+  auto replaced = FailedInTurn();
+  const Uuid fresh = NewUuid();
+  replaced[2].slot_uuids[0] = fresh;
+  replaced[2].slot_states[0] = SlotState::kRebuilding;
+  replaced[2].events = 8;
+  auto p = DecideAssembly(Headers(replaced), AssemblyOptions{.force = true});
+  ASSERT_FALSE(p.ok());
+  const std::string msg(p.status().message());
+  EXPECT_NE(msg.find("cannot assemble, even forced, raid5 array"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("forced: 0 failed member(s) can be taken back, 1 needed"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("m1: slot 0 was replaced since it dropped out"), std::string::npos) << msg;
 }
 
 }  // namespace

@@ -28,31 +28,17 @@
 namespace folio::cli {
 namespace {
 
+using test::OneLine;
 using test::Outcome;
+using test::ReadFile;
 using test::RunCommand;
-
-using io_test::TempDir;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-void WriteRandomFile(const std::string& path, size_t bytes, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::string data(bytes, 0);
-  for (char& c : data) c = static_cast<char>(rng());
-  std::ofstream(path, std::ios::binary) << data;
-}
+using test::TempDir;
+using test::WriteRandomFile;
 
 void PatchFile(const std::string& path, size_t offset, const std::string& bytes) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
   f.seekp(static_cast<std::streamoff>(offset));
   f << bytes;
-}
-
-bool OneLine(const std::string& err) {
-  return !err.empty() && err.find('\n') == err.size() - 1;
 }
 
 TEST(RaidCli, CreateCopyCheckFailReplace) {

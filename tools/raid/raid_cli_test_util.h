@@ -1,16 +1,21 @@
-// Test helper for the RAID and copy commands: runs one command line in-process through RunMain
+// Test helpers for the RAID and copy commands: runs one command line in-process through RunMain
 // (the `folio` binary's dispatch, with only these commands) and captures its exit code, stdout
-// and stderr.
+// and stderr; file contents; one-line errors.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <fstream>
+#include <iterator>
+#include <random>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
+#include "io/io_test_util.h"
 #include "raid/raid_cmd.h"
 
 namespace folio::cli::test {
@@ -33,6 +38,26 @@ inline Outcome RunCommand(std::vector<std::string> args) {
   o.out = testing::internal::GetCapturedStdout();
   o.err = testing::internal::GetCapturedStderr();
   return o;
+}
+
+using io_test::TempDir;
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// A file of `bytes` pseudo-random bytes from `seed`.
+inline void WriteRandomFile(const std::string& path, size_t bytes, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string data(bytes, 0);
+  for (char& c : data) c = static_cast<char>(rng());
+  std::ofstream(path, std::ios::binary) << data;
+}
+
+// A user-facing error is exactly one line.
+inline bool OneLine(const std::string& err) {
+  return !err.empty() && err.find('\n') == err.size() - 1;
 }
 
 }  // namespace folio::cli::test

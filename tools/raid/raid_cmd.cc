@@ -97,12 +97,35 @@ struct Assembled {
   std::unique_ptr<RaidDevice> raid;
 };
 
-Result<Assembled> AssembleMembers(const RaidArgs& a) {
+// force: a forced assembly (raid resync --force only; see RaidAssembleOptions).
+Result<Assembled> AssembleMembers(const RaidArgs& a, bool force = false) {
   FOLIO_ASSIGN_OR_RETURN(DeviceOpenOptions o, IoOptions(a));
   Assembled out;
   FOLIO_ASSIGN_OR_RETURN(std::vector<RaidMember> members, OpenMembers(a.members, o, &out.locks));
-  FOLIO_ASSIGN_OR_RETURN(out.raid, RaidDevice::Assemble(std::move(members), o.raid));
+  FOLIO_ASSIGN_OR_RETURN(out.raid, RaidDevice::Assemble(std::move(members), o.raid,
+                                                        RaidAssembleOptions{.force = force}));
   return out;
+}
+
+// What a forced assembly took back, one line each.
+std::string ForcedText(const std::vector<RaidForcedMember>& forced) {
+  std::string out;
+  for (const RaidForcedMember& f : forced) {
+    out += "forced back into slot " + std::to_string(f.slot) + ": " + f.name + " (" +
+           std::to_string(f.events_behind) + " superblock update(s) behind: events " +
+           std::to_string(f.events) + ", array at " + std::to_string(f.events + f.events_behind) +
+           "); every region marked for resync\n";
+  }
+  return out;
+}
+
+Json ForcedJson(const std::vector<RaidForcedMember>& forced) {
+  Json j = Json::array();
+  for (const RaidForcedMember& f : forced) {
+    j.push_back({{"slot", f.slot}, {"name", f.name}, {"events", f.events},
+                 {"events_behind", f.events_behind}});
+  }
+  return j;
 }
 
 Result<RaidSyncOptions> SyncOptions(const RaidArgs& a) {
@@ -143,6 +166,20 @@ Result<RaidSyncReport> RunSyncWithProgress(RaidDevice* raid, RaidSyncAction acti
   auto report = raid->Sync(action, options);
   progress.Finish();
   return report;
+}
+
+// A device that carries a Folio RAID superblock (of any array) is not overwritten without
+// --force: InvalidArgument naming it, its array and slot. OK when it carries none.
+Status CheckNotAnArrayMember(const std::string& path, const DeviceOpenOptions& io) {
+  FOLIO_ASSIGN_OR_RETURN(std::vector<RaidMember> dev, OpenMembers({path}, ReadOnly(io), nullptr));
+  auto label = ReadRaidMemberLabel(path, dev[0].device.get());
+  if (label.ok()) {
+    return Status::InvalidArgument(path + " belongs to " +
+                                   std::string(RaidLevelName(label->level)) + " array " +
+                                   label->array_uuid + " (slot " + std::to_string(label->slot) +
+                                   "); use --force to overwrite it");
+  }
+  return label.status().code() == StatusCode::kNotFound ? Status::OK() : label.status();
 }
 
 // Removes the member files a failed create made, so that a refused create leaves nothing.
@@ -235,18 +272,8 @@ int RunCreate(const RaidArgs& a) {
   // A member of an array (this one or another) is not overwritten without --force.
   for (size_t i = 0; i < a.members.size() && !a.force; ++i) {
     if (!exists[i]) continue;
-    auto dev = OpenMembers({a.members[i]}, ReadOnly(*io), nullptr);
-    if (!dev.ok()) return ExitWithStatus(prefix, dev.status());
-    auto label = ReadRaidMemberLabel(a.members[i], (*dev)[0].device.get());
-    if (label.ok()) {
-      return UsageError(prefix, a.members[i] + " belongs to " +
-                                    std::string(RaidLevelName(label->level)) + " array " +
-                                    label->array_uuid + " (slot " + std::to_string(label->slot) +
-                                    "); use --force to overwrite it");
-    }
-    if (label.status().code() != StatusCode::kNotFound) {
-      return ExitWithStatus(prefix, label.status());
-    }
+    Status free_to_use = CheckNotAnArrayMember(a.members[i], *io);
+    if (!free_to_use.ok()) return ExitWithStatus(prefix, free_to_use);
   }
 
   CreatedFiles created;
@@ -320,8 +347,32 @@ int RunSync(const RaidArgs& a, RaidSyncAction action) {
   const std::string prefix = "folio raid " + std::string(RaidSyncActionName(action));
   auto options = SyncOptions(a);
   if (!options.ok()) return ExitWithStatus(prefix, options.status());
-  auto arr = AssembleMembers(a);
+  auto arr = AssembleMembers(a, action == RaidSyncAction::kResync && a.force);
   if (!arr.ok()) return ExitWithStatus(prefix, arr.status());
+  const RaidStatus assembled = arr->raid->Describe();
+  const std::vector<RaidForcedMember>& forced = assembled.forced;
+  if (!forced.empty() && assembled.failed > 0) {
+    // Degraded: a resync has nothing to check parity against. The regions stay marked until
+    // the failed slots are rebuilt.
+    Status stop = arr->raid->Stop();
+    if (!stop.ok()) return ExitWithStatus(prefix, stop);
+    if (a.json) {
+      Json j;
+      j["forced"] = ForcedJson(forced);
+      j["resync"] = nullptr;
+      j["status"] = StatusJson(assembled);
+      return Print(j.dump(2) + "\n");
+    }
+    return Print(ForcedText(forced) + "no resync: the array is degraded (" +
+                 std::to_string(assembled.failed) + " failed); replace the failed slot(s) "
+                 "('folio raid replace --slot N --new PATH') and rebuild\n" +
+                 StatusText(assembled));
+  }
+  // Printed before the resync runs: the members' superblocks already say so.
+  if (!a.json && !forced.empty()) {
+    const int rc = Print(ForcedText(forced));
+    if (rc != kExitOk) return rc;
+  }
   auto report = RunSyncWithProgress(arr->raid.get(), action, *options, a.json);
   if (!report.ok()) return ExitWithStatus(prefix, report.status());
   const RaidStatus st = arr->raid->Describe();
@@ -330,6 +381,7 @@ int RunSync(const RaidArgs& a, RaidSyncAction action) {
   if (!stop.ok()) return ExitWithStatus(prefix, stop);
   if (a.json) {
     Json j = SyncReportJson(*report);
+    if (action == RaidSyncAction::kResync) j["forced"] = ForcedJson(forced);
     j["status"] = StatusJson(st);
     j["io"] = IoSummaryJson(io);
     return Print(j.dump(2) + "\n");
@@ -383,6 +435,22 @@ int RunReplace(const RaidArgs& a) {
   }
   auto io = IoOptions(a);
   if (!io.ok()) return ExitWithStatus(prefix, io.status());
+  // The new member is checked as create checks its members, before anything is assembled
+  // (or forwarded to an export).
+  struct stat new_st;
+  const bool new_exists = stat(a.new_member.c_str(), &new_st) == 0;
+  for (const std::string& m : a.members) {
+    struct stat st;
+    if (m == a.new_member || (new_exists && stat(m.c_str(), &st) == 0 &&
+                              st.st_dev == new_st.st_dev && st.st_ino == new_st.st_ino)) {
+      return UsageError(prefix, "--new " + a.new_member + ": is one of the members listed; "
+                                "give a device that is not in the array");
+    }
+  }
+  if (new_exists && !a.force) {
+    Status free_to_use = CheckNotAnArrayMember(a.new_member, *io);
+    if (!free_to_use.ok()) return ExitWithStatus(prefix, free_to_use);
+  }
   auto arr = AssembleMembers(a);
   if (!arr.ok() && arr.status().code() == StatusCode::kBusy && !a.old_member.empty()) {
     const int rc = ForwardToExport(
@@ -404,17 +472,24 @@ int RunReplace(const RaidArgs& a) {
     return UsageError(prefix, "--slot " + std::to_string(slot) + ": the array has " +
                                   std::to_string(st.member_count) + " slots");
   }
+  // The new member is opened (created if missing) and checked before the old slot is failed:
+  // a replace refused here changes nothing (and removes a file it made).
+  CreatedFiles created;
+  if (!new_exists) created.Add(a.new_member);
+  DeviceOpenOptions new_io = *io;
+  new_io.create_bytes = st.data_offset_bytes + st.member_data_bytes;
+  auto fresh = OpenMembers({a.new_member}, new_io, &arr->locks);
+  if (!fresh.ok()) return ExitWithStatus(prefix, fresh.status());
+  Status usable = raid->CheckReplacement(static_cast<uint32_t>(slot), (*fresh)[0]);
+  if (!usable.ok()) return ExitWithStatus(prefix, usable);
   if (st.members[slot].health == MemberHealth::kInSync ||
       st.members[slot].health == MemberHealth::kRebuilding) {
     Status f = raid->FailMember(static_cast<uint32_t>(slot));
     if (!f.ok()) return ExitWithStatus(prefix, f);
   }
-  DeviceOpenOptions new_io = *io;
-  new_io.create_bytes = st.data_offset_bytes + st.member_data_bytes;
-  auto fresh = OpenMembers({a.new_member}, new_io, &arr->locks);
-  if (!fresh.ok()) return ExitWithStatus(prefix, fresh.status());
   Status r = raid->ReplaceMember(static_cast<uint32_t>(slot), std::move((*fresh)[0]));
   if (!r.ok()) return ExitWithStatus(prefix, r);
+  created.Keep();
   std::string out;
   Json j;
   if (a.wait) {
@@ -500,6 +575,10 @@ Command RegisterRaidCommands(CLI::App& root) {
               "interrupted, it resumes from its last checkpoint. 'folio raid status' shows its "
               "position, speed and ETA from another shell.");
   }
+  resync->add_flag("--force", a->force,
+                   "Forced assembly (as mdadm --assemble --force) when too few members are in "
+                   "sync: take back the most recently failed members whose only difference is "
+                   "that failure, then resync everything (README: 'Forced assembly')");
   CLI::App* fail = AddMembers(raid->add_subcommand("fail", "Mark a member failed"), a.get());
   fail->add_option("--member", a->member, "The member to fail")->required();
   CLI::App* replace = AddMembers(raid->add_subcommand("replace", "Replace a member"), a.get());
@@ -507,6 +586,8 @@ Command RegisterRaidCommands(CLI::App& root) {
   replace->add_option("--slot", a->slot, "The slot to replace (when the old member is gone)");
   replace->add_option("--new", a->new_member, "The new member (created if missing)")->required();
   replace->add_flag("--wait", a->wait, "Rebuild now, with a progress bar");
+  replace->add_flag("--force", a->force,
+                    "Use a new member that carries a Folio RAID superblock (of any array)");
   Command bench = AddResyncBenchCommand(*raid);
 
   auto run = [a, create, status, check, repair, resync, rebuild, fail, replace, bench]() {
