@@ -315,10 +315,10 @@ void Model::OpWrite() {
   const uint64_t pages = Chance(30) ? 1 + Rand(256) : 1 + Rand(std::min<uint64_t>(16, total));
   const uint64_t n = std::min(pages, total);
   const uint64_t first = Rand(total - n + 1);
-  AlignedBuf buf = AllocAligned(n * kPage);
+  AlignedBuffer buf(n * kPage);
   std::vector<uint64_t> tags;
-  Fill(buf.get(), first, n, &tags);
-  const Status st = dev_->Write(first * kPage, buf.get(), n * kPage);
+  Fill(buf.data(), first, n, &tags);
+  const Status st = dev_->Write(first * kPage, buf.data(), n * kPage);
   ++c_.writes;
   if (!st.ok()) ++c_.write_errors;
   Wrote(first, tags, st.ok());
@@ -329,7 +329,7 @@ void Model::OpBatch() {
   // behind each other's stripe locks.
   const uint64_t total = pages_.size();
   const uint32_t count = 2 + static_cast<uint32_t>(Rand(6));
-  std::vector<AlignedBuf> bufs;
+  std::vector<AlignedBuffer> bufs;
   std::vector<IoRequest> reqs(count);
   std::vector<std::vector<uint64_t>> tags(count);
   std::vector<uint64_t> firsts(count);
@@ -337,9 +337,9 @@ void Model::OpBatch() {
   for (uint32_t i = 0; i < count; ++i) {
     const uint64_t n = 1 + Rand(8);
     firsts[i] = Rand(total - n + 1);
-    bufs.push_back(AllocAligned(n * kPage));
-    Fill(bufs.back().get(), firsts[i], n, &tags[i]);
-    reqs[i].Reset(IoOp::kWrite, firsts[i] * kPage, n * kPage, bufs.back().get());
+    bufs.emplace_back(n * kPage);
+    Fill(bufs.back().data(), firsts[i], n, &tags[i]);
+    reqs[i].Reset(IoOp::kWrite, firsts[i] * kPage, n * kPage, bufs.back().data());
     ptrs.push_back(&reqs[i]);
   }
   Status st = dev_->Submit(ptrs);
@@ -377,8 +377,8 @@ void Model::OpBatch() {
 }
 
 void Model::OpRead(uint64_t first, uint64_t n, bool must_succeed) {
-  AlignedBuf buf = AllocAligned(n * kPage);
-  const Status st = dev_->Read(first * kPage, buf.get(), n * kPage);
+  AlignedBuffer buf(n * kPage);
+  const Status st = dev_->Read(first * kPage, buf.data(), n * kPage);
   ++c_.reads;
   if (!st.ok()) {
     ++c_.read_errors;
@@ -387,7 +387,7 @@ void Model::OpRead(uint64_t first, uint64_t n, bool must_succeed) {
     return;
   }
   for (uint64_t i = 0; i < n; ++i) {
-    const uint64_t* w = reinterpret_cast<const uint64_t*>(buf.get() + i * kPage);
+    const uint64_t* w = reinterpret_cast<const uint64_t*>(buf.data() + i * kPage);
     const Page& p = pages_[first + i];
     bool uniform = true;
     for (uint64_t j = 1; j < kPage / 8; ++j) uniform &= w[j] == w[0];
@@ -411,11 +411,11 @@ void Model::OpFlush() {
 
 void Model::OpSubBlock() {
   // The array's block is 4 KiB: a 512-byte-aligned request is refused and changes nothing.
-  AlignedBuf buf = AllocAligned(kPage);
-  std::memset(buf.get(), 0x77, kPage);
+  AlignedBuffer buf(kPage);
+  std::memset(buf.data(), 0x77, kPage);
   const uint64_t off = Rand(pages_.size() - 1) * kPage + 512 * (1 + Rand(7));
-  const Status st = Chance(500) ? dev_->Write(off, buf.get(), 512 * (1 + Rand(8)))
-                                : dev_->Read(off, buf.get(), 512);
+  const Status st = Chance(500) ? dev_->Write(off, buf.data(), 512 * (1 + Rand(8)))
+                                : dev_->Read(off, buf.data(), 512);
   ASSERT_FALSE(st.ok()) << Where() << ": a sub-block request was accepted";
   ++c_.sub_block_refused;
 }
