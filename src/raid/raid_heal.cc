@@ -11,19 +11,13 @@
 #include <cstring>
 #include <vector>
 
+#include "base/aligned_buffer.h"
 #include "base/check.h"
+#include "base/clock.h"
 #include "raid/raid_device_impl.h"
 
 namespace folio::raid {
 namespace {
-
-struct AlignedFree {
-  void operator()(char* p) const { std::free(p); }
-};
-using Buf = std::unique_ptr<char, AlignedFree>;
-Buf AllocBuf(uint64_t bytes) {
-  return Buf(static_cast<char*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096)));
-}
 
 // One piece of an array range inside one stripe: data index, column range.
 struct Piece {
@@ -61,11 +55,11 @@ static Status ForEachStripe(RaidDeviceImpl* raid, StripeLockTable* locks, uint64
     }
     // Wait for the columns, driving this thread's own array requests meanwhile (one of them
     // may hold the lock).
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    const uint64_t deadline_ns = MonotonicNowNs() + 30ull * 1000 * 1000 * 1000;
     while (!locks->TryLock(stripe, col_lo, col_hi)) {
       uint64_t generation = locks->generation();
       (void)raid->Poll(0);
-      if (std::chrono::steady_clock::now() > deadline) {
+      if (MonotonicNowNs() > deadline_ns) {
         return Status::Busy(fmt::format("{}: stripe {} stayed locked for 30 s", raid->name(),
                                         stripe));
       }
@@ -112,26 +106,26 @@ Status RaidDeviceImpl::ReadAsIfMissing(uint32_t slot, uint64_t offset, uint64_t 
     for (const Piece& p : pieces) {
       const uint32_t n = p.col_end - p.col_begin;
       char* out = buf + (p.array_pos - offset);
-      Buf tmp = AllocBuf(n);
+      AlignedBuffer tmp(n);
       if (g.level() == RaidLevel::kRaid1) {
         uint32_t from = slot == 0 ? 1 : 0;
-        FOLIO_RETURN_IF_ERROR(read_member(from, base + p.col_begin, n, tmp.get()));
-        std::memcpy(out, tmp.get(), n);
+        FOLIO_RETURN_IF_ERROR(read_member(from, base + p.col_begin, n, tmp.data()));
+        std::memcpy(out, tmp.data(), n);
         continue;
       }
       if (p.member != slot) {
-        FOLIO_RETURN_IF_ERROR(read_member(p.member, base + p.col_begin, n, tmp.get()));
-        std::memcpy(out, tmp.get(), n);
+        FOLIO_RETURN_IF_ERROR(read_member(p.member, base + p.col_begin, n, tmp.data()));
+        std::memcpy(out, tmp.data(), n);
         continue;
       }
       // The missing member's piece = P xor every other data chunk's same columns.
-      FOLIO_RETURN_IF_ERROR(read_member(g.PMember(stripe), base + p.col_begin, n, tmp.get()));
-      std::memcpy(out, tmp.get(), n);
+      FOLIO_RETURN_IF_ERROR(read_member(g.PMember(stripe), base + p.col_begin, n, tmp.data()));
+      std::memcpy(out, tmp.data(), n);
       for (uint32_t d = 0; d < g.data_members(); ++d) {
         if (d == p.data_index) continue;
         FOLIO_RETURN_IF_ERROR(
-            read_member(g.DataMember(stripe, d), base + p.col_begin, n, tmp.get()));
-        for (uint32_t i = 0; i < n; ++i) out[i] ^= tmp.get()[i];
+            read_member(g.DataMember(stripe, d), base + p.col_begin, n, tmp.data()));
+        for (uint32_t i = 0; i < n; ++i) out[i] ^= tmp.data()[i];
       }
       counters_.degraded_reads.fetch_add(1, std::memory_order_relaxed);
     }
@@ -154,9 +148,9 @@ Status RaidDeviceImpl::RepairMember(uint32_t slot, uint64_t offset, uint64_t len
     for (const Piece& p : pieces) {
       if (g.level() != RaidLevel::kRaid1 && p.member != slot) continue;
       const uint32_t n = p.col_end - p.col_begin;
-      Buf tmp = AllocBuf(n);
-      std::memcpy(tmp.get(), data + (p.array_pos - offset), n);
-      FOLIO_RETURN_IF_ERROR(dev->Write(data_offset + base + p.col_begin, tmp.get(), n));
+      AlignedBuffer tmp(n);
+      std::memcpy(tmp.data(), data + (p.array_pos - offset), n);
+      FOLIO_RETURN_IF_ERROR(dev->Write(data_offset + base + p.col_begin, tmp.data(), n));
       counters_.read_errors_corrected.fetch_add(1, std::memory_order_relaxed);
     }
     return Status::OK();

@@ -68,9 +68,9 @@ TEST_P(RaidHealTest, FlippedByteHealsFromTheOtherMembers) {
     EXPECT_NE(0, std::memcmp(out.data(), good.data() + off, range_len)) << "flip not visible";
   }
   for (uint32_t s = 0; s < c.members; ++s) {
-    AlignedBuf b = AllocAligned(range_len);
-    ASSERT_TRUE(dev->ReadAsIfMissing(s, off, range_len, b.get()).ok());
-    bool right = std::memcmp(b.get(), good.data() + off, range_len) == 0;
+    AlignedBuffer b(range_len);
+    ASSERT_TRUE(dev->ReadAsIfMissing(s, off, range_len, b.data()).ok());
+    bool right = std::memcmp(b.data(), good.data() + off, range_len) == 0;
     if (c.level == RaidLevel::kRaid1) {
       // Missing s: read from member 0, or member 1 when s is 0.
       EXPECT_EQ(right, (s == 0 ? 1u : 0u) != bad) << "slot " << s;
@@ -78,9 +78,9 @@ TEST_P(RaidHealTest, FlippedByteHealsFromTheOtherMembers) {
       EXPECT_EQ(right, s == bad) << "slot " << s;
     }
   }
-  AlignedBuf fix = AllocAligned(range_len);
-  std::memcpy(fix.get(), good.data() + off, range_len);
-  ASSERT_TRUE(dev->RepairMember(bad, off, range_len, fix.get()).ok());
+  AlignedBuffer fix(range_len);
+  std::memcpy(fix.data(), good.data() + off, range_len);
+  ASSERT_TRUE(dev->RepairMember(bad, off, range_len, fix.data()).ok());
   ASSERT_TRUE(ReadBytes(dev, off, out.data(), range_len).ok());
   EXPECT_EQ(0, std::memcmp(out.data(), good.data() + off, range_len));
   auto check = dev->Sync(RaidSyncAction::kCheck, {});
@@ -101,15 +101,15 @@ TEST(RaidHealArgsTest, RejectsRaid0BadSlotsAndRanges) {
   co.assume_clean = true;
   auto r0 = RaidDevice::Create(m.WrapFirst(2), co, {});
   ASSERT_TRUE(r0.ok());
-  AlignedBuf b = AllocAligned(4096);
-  EXPECT_EQ((*r0)->ReadAsIfMissing(0, 0, 4096, b.get()).code(), StatusCode::kInvalidArgument);
+  AlignedBuffer b(4096);
+  EXPECT_EQ((*r0)->ReadAsIfMissing(0, 0, 4096, b.data()).code(), StatusCode::kInvalidArgument);
   Members m5(3, 4 << 20);
   co.level = RaidLevel::kRaid5;
   auto r5 = RaidDevice::Create(m5.WrapFirst(3), co, {});
   ASSERT_TRUE(r5.ok());
-  EXPECT_EQ((*r5)->ReadAsIfMissing(3, 0, 4096, b.get()).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ((*r5)->ReadAsIfMissing(0, 100, 4096, b.get()).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ((*r5)->RepairMember(0, (*r5)->size_bytes(), 4096, b.get()).code(),
+  EXPECT_EQ((*r5)->ReadAsIfMissing(3, 0, 4096, b.data()).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*r5)->ReadAsIfMissing(0, 100, 4096, b.data()).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*r5)->RepairMember(0, (*r5)->size_bytes(), 4096, b.data()).code(),
             StatusCode::kInvalidArgument);
 }
 

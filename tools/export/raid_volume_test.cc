@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/aligned_buffer.h"
 #include "folio/fault_device.h"
 #include "folio/raid.h"
 
@@ -49,14 +50,12 @@ RaidOptions Opts() {
 
 Status WriteRandom(BlockDevice* dev, uint64_t off, uint64_t len, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  char* buf = static_cast<char*>(std::aligned_alloc(4096, len));
+  AlignedBuffer buf(len);
   for (uint64_t i = 0; i < len; i += 8) {
     const uint64_t v = rng();
-    std::memcpy(buf + i, &v, 8);
+    std::memcpy(buf.data() + i, &v, 8);
   }
-  Status st = dev->Write(off, buf, len);
-  std::free(buf);
-  return st;
+  return dev->Write(off, buf.data(), len);
 }
 
 void WaitForRunner(const RaidRunner& runner) {

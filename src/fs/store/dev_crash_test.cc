@@ -59,7 +59,7 @@ void OpDone(StoreRequest* r) {
 }
 
 TEST(DevStoreCrashTest, CompletedPutsSurviveCrashesAndNothingElseIsReferenced) {
-  const uint64_t seed = test::TestSeed();
+  const uint64_t seed = TestSeed();
   SCOPED_TRACE("seed " + std::to_string(seed) + " (FOLIO_SEED to repeat)");
   std::mt19937_64 rng(seed);
   MemDeviceOptions mo;

@@ -12,12 +12,9 @@
 
 namespace folio::store {
 
-AlignedBuf AllocUnits(uint64_t bytes) {
-  uint64_t n = dev::RoundUp(bytes == 0 ? 1 : bytes, dev::kUnitBytes);
-  char* p = static_cast<char*>(std::aligned_alloc(dev::kUnitBytes, n));
-  FOLIO_CHECK(p != nullptr);
-  std::memset(p, 0, n);
-  return AlignedBuf(p);
+AlignedBuffer AllocUnits(uint64_t bytes) {
+  return AlignedBuffer::Zeroed(dev::RoundUp(bytes == 0 ? 1 : bytes, dev::kUnitBytes),
+                               dev::kUnitBytes);
 }
 
 }  // namespace folio::store

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/aligned_buffer.h"
 #include "folio/status.h"
 #include "fs/store/object_key.h"
 
@@ -40,11 +41,7 @@ inline uint64_t RoundUp(uint64_t v, uint64_t unit) { return (v + unit - 1) / uni
 
 namespace folio::store {
 // Buffers for device I/O: 4 KiB aligned (O_DIRECT), zeroed, whole 4 KiB units.
-struct AlignedFree {
-  void operator()(char* p) const { std::free(p); }
-};
-using AlignedBuf = std::unique_ptr<char, AlignedFree>;
-AlignedBuf AllocUnits(uint64_t bytes);
+AlignedBuffer AllocUnits(uint64_t bytes);
 }  // namespace folio::store
 
 namespace folio::store::dev {

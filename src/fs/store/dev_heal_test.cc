@@ -65,9 +65,9 @@ TEST_P(DevHealTest, FlippedMemberByteHealsAndCheckIsClean) {
   ASSERT_TRUE(store->Put(k, want.data()).ok());
 
   // The object's first sector is the first record of segment 0, after two 4 KiB headers.
-  AlignedBuf sbuf = AllocUnits(4096);
-  ASSERT_TRUE(store->device()->Read(0, sbuf.get(), 4096).ok());
-  auto sb = dev::DecodeSuperblock(sbuf.get());
+  AlignedBuffer sbuf = AllocUnits(4096);
+  ASSERT_TRUE(store->device()->Read(0, sbuf.data(), 4096).ok());
+  auto sb = dev::DecodeSuperblock(sbuf.data());
   ASSERT_TRUE(sb.ok());
   const uint64_t array_pos = sb->data_offset + 2 * 4096 + 1000;  // in sector 0 of the object
   auto geometry = raid::StripeGeometry::Create(raid::GeometryParams{
@@ -75,10 +75,10 @@ TEST_P(DevHealTest, FlippedMemberByteHealsAndCheckIsClean) {
   ASSERT_TRUE(geometry.ok());
   raid::DataLocation loc = geometry->Locate(array_pos);
   const uint64_t member_off = rs.data_offset_bytes + loc.member_pos;
-  AlignedBuf block = AllocUnits(4096);
-  ASSERT_TRUE(mem[loc.member]->Read(member_off / 4096 * 4096, block.get(), 4096).ok());
-  block.get()[member_off % 4096] ^= 0x40;
-  ASSERT_TRUE(mem[loc.member]->Write(member_off / 4096 * 4096, block.get(), 4096).ok());
+  AlignedBuffer block = AllocUnits(4096);
+  ASSERT_TRUE(mem[loc.member]->Read(member_off / 4096 * 4096, block.data(), 4096).ok());
+  block.data()[member_off % 4096] ^= 0x40;
+  ASSERT_TRUE(mem[loc.member]->Write(member_off / 4096 * 4096, block.data(), 4096).ok());
 
   std::string out(k.bytes, '\0');
   ASSERT_TRUE(store->Get(k, 0, 4096, out.data()).ok());
@@ -132,9 +132,9 @@ TEST_P(DevHealTest, DamageOnTwoMembersIsCorruption) {
   ASSERT_TRUE(opened.ok());
   ObjectKey k = ObjectKey::Block(7, 0, 60000);
   ASSERT_TRUE((*opened)->Put(k, test::ObjectBytes(k).data()).ok());
-  AlignedBuf sbuf = AllocUnits(4096);
-  ASSERT_TRUE((*opened)->device()->Read(0, sbuf.get(), 4096).ok());
-  auto sb = dev::DecodeSuperblock(sbuf.get());
+  AlignedBuffer sbuf = AllocUnits(4096);
+  ASSERT_TRUE((*opened)->device()->Read(0, sbuf.data(), 4096).ok());
+  auto sb = dev::DecodeSuperblock(sbuf.data());
   ASSERT_TRUE(sb.ok());
   auto geometry = raid::StripeGeometry::Create(raid::GeometryParams{
       rs.level, rs.layout, rs.member_count, rs.chunk_bytes, rs.member_data_bytes});
@@ -144,10 +144,10 @@ TEST_P(DevHealTest, DamageOnTwoMembersIsCorruption) {
   for (uint64_t delta : {uint64_t{100}, uint64_t{16 << 10}}) {
     raid::DataLocation loc = geometry->Locate(sb->data_offset + 2 * 4096 + delta);
     const uint64_t off = rs.data_offset_bytes + loc.member_pos;
-    AlignedBuf block = AllocUnits(4096);
-    ASSERT_TRUE(mem[loc.member]->Read(off / 4096 * 4096, block.get(), 4096).ok());
-    block.get()[off % 4096] ^= 1;
-    ASSERT_TRUE(mem[loc.member]->Write(off / 4096 * 4096, block.get(), 4096).ok());
+    AlignedBuffer block = AllocUnits(4096);
+    ASSERT_TRUE(mem[loc.member]->Read(off / 4096 * 4096, block.data(), 4096).ok());
+    block.data()[off % 4096] ^= 1;
+    ASSERT_TRUE(mem[loc.member]->Write(off / 4096 * 4096, block.data(), 4096).ok());
   }
   std::string out(k.bytes, '\0');
   Status s = (*opened)->Get(k, 0, k.bytes, out.data());

@@ -37,10 +37,10 @@ uint32_t DevStoreImpl::FreeSegments() const {
 
 Status DevStoreImpl::WriteTable() {
   ++table_.sequence;
-  AlignedBuf buf = AllocUnits(sb_.table_bytes);
-  dev::EncodeTable(table_, buf.get(), sb_.table_bytes);
+  AlignedBuffer buf = AllocUnits(sb_.table_bytes);
+  dev::EncodeTable(table_, buf.data(), sb_.table_bytes);
   uint64_t offset = dev::kTableOffset + table_slot_ * sb_.table_bytes;
-  FOLIO_RETURN_IF_ERROR(device_->Write(offset, buf.get(), sb_.table_bytes));
+  FOLIO_RETURN_IF_ERROR(device_->Write(offset, buf.data(), sb_.table_bytes));
   FOLIO_RETURN_IF_ERROR(device_->Flush());
   stats_.RecordStoredWrite(sb_.table_bytes);
   table_slot_ ^= 1;
@@ -137,11 +137,11 @@ Status DevStoreImpl::EnsureRoom(uint64_t record_bytes, bool for_cleaning) {
     }
     if (pick >= 0 && (for_cleaning || FreeSegments() > kReserveSegments)) {
       uint64_t generation = table_.next_generation++;
-      AlignedBuf header = AllocUnits(kUnitBytes);
+      AlignedBuffer header = AllocUnits(kUnitBytes);
       dev::EncodeSegmentHeader(dev::SegmentHeader{generation, static_cast<uint32_t>(pick)},
-                               store_seed_, header.get());
+                               store_seed_, header.data());
       FOLIO_RETURN_IF_ERROR(device_->Write(SegmentOffset(static_cast<uint32_t>(pick)),
-                                           header.get(), kUnitBytes));
+                                           header.data(), kUnitBytes));
       table_.entries[pick] = dev::SegmentEntry{SegmentState::kOpen, generation, 0};
       FOLIO_RETURN_IF_ERROR(WriteTable());
       open_seg_ = pick;
@@ -218,20 +218,20 @@ Status DevStoreImpl::CopyForward(uint32_t victim) {
 Status DevStoreImpl::ReadRecord(const ObjectKey& key, const Rec& rec, std::string* out) {
   uint64_t length = RoundUp(EncodedBytes(key.bytes), kUnitBytes);
   uint64_t offset = SegmentOffset(rec.segment) + rec.position + kUnitBytes;
-  AlignedBuf buf = AllocUnits(length);
-  FOLIO_RETURN_IF_ERROR(device_->Read(offset, buf.get(), length));
+  AlignedBuffer buf = AllocUnits(length);
+  FOLIO_RETURN_IF_ERROR(device_->Read(offset, buf.data(), length));
   stats_.RecordStoredRead(length);
   out->assign(key.bytes, '\0');
   uint32_t seed = ObjectSeed(key, dev::RecordSalt(rec.generation, rec.position));
   SectorMismatch mismatch;
   auto decode = [&] {
-    return DecodeRange(seed, key.bytes, buf.get(), 0, key.bytes, out->data(), &mismatch);
+    return DecodeRange(seed, key.bytes, buf.data(), 0, key.bytes, out->data(), &mismatch);
   };
   if (decode()) return Status::OK();
   stats_.RecordChecksumFailure();
   Status corruption = SectorCorruption(ObjectPath(key), mismatch);
   StoreLog(options_.log, corruption.message());
-  if (TryHeal(offset, length, buf.get(), decode, ObjectPath(key))) {
+  if (TryHeal(offset, length, buf.data(), decode, ObjectPath(key))) {
     stats_.RecordHealed();
     return Status::OK();
   }
@@ -244,14 +244,14 @@ Result<DevStoreImpl::Rec> DevStoreImpl::AppendSync(const ObjectKey& key, RecordT
   FOLIO_RETURN_IF_ERROR(EnsureRoom(record_bytes, /*for_cleaning=*/true));
   Rec rec{static_cast<uint32_t>(open_seg_), static_cast<uint32_t>(open_pos_),
           table_.entries[open_seg_].generation, type};
-  AlignedBuf buf = AllocUnits(record_bytes);
+  AlignedBuffer buf = AllocUnits(record_bytes);
   dev::EncodeRecordHeader(dev::RecordHeader{type, key, rec.generation, rec.position},
-                          store_seed_, buf.get());
+                          store_seed_, buf.data());
   if (type == RecordType::kPut) {
     EncodeObject(ObjectSeed(key, dev::RecordSalt(rec.generation, rec.position)), data.data(),
-                 key.bytes, buf.get() + kUnitBytes);
+                 key.bytes, buf.data() + kUnitBytes);
   }
-  Status s = device_->Write(SegmentOffset(rec.segment) + rec.position, buf.get(), record_bytes);
+  Status s = device_->Write(SegmentOffset(rec.segment) + rec.position, buf.data(), record_bytes);
   if (!s.ok()) {
     seal_open_ = true;  // sealed before the failed record
     return s;

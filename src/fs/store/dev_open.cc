@@ -32,14 +32,14 @@ uint64_t DefaultSegmentBytes(uint64_t device_bytes) {
 
 // Reads the superblock: copy A, else copy B.
 Result<dev::Superblock> ReadSuperblock(BlockDevice* device) {
-  AlignedBuf buf = AllocUnits(2 * kUnitBytes);
-  FOLIO_RETURN_IF_ERROR(device->Read(0, buf.get(), 2 * kUnitBytes));
-  Result<dev::Superblock> a = dev::DecodeSuperblock(buf.get());
+  AlignedBuffer buf = AllocUnits(2 * kUnitBytes);
+  FOLIO_RETURN_IF_ERROR(device->Read(0, buf.data(), 2 * kUnitBytes));
+  Result<dev::Superblock> a = dev::DecodeSuperblock(buf.data());
   if (a.ok()) return a;
-  Result<dev::Superblock> b = dev::DecodeSuperblock(buf.get() + kUnitBytes);
+  Result<dev::Superblock> b = dev::DecodeSuperblock(buf.data() + kUnitBytes);
   if (b.ok()) return b;
   if (a.status().IsNotFound() && b.status().IsNotFound()) {
-    return AllZero(buf.get(), 2 * kUnitBytes)
+    return AllZero(buf.data(), 2 * kUnitBytes)
                ? Status::NotFound("no Folio dev store on this device (it is blank)")
                : Status::NotFound("no Folio dev store on this device (it holds something else)");
   }
@@ -76,18 +76,18 @@ Status FormatDevStore(BlockDevice* device, std::string_view prefix,
   // Both table slots (so no slot of an earlier store survives), then the superblocks.
   dev::SegmentTable table;
   table.entries.resize(sb.segment_count);
-  AlignedBuf buf = AllocUnits(sb.table_bytes);
+  AlignedBuffer buf = AllocUnits(sb.table_bytes);
   for (uint32_t slot = 0; slot < 2; ++slot) {
     table.sequence = slot + 1;
-    dev::EncodeTable(table, buf.get(), sb.table_bytes);
+    dev::EncodeTable(table, buf.data(), sb.table_bytes);
     FOLIO_RETURN_IF_ERROR(
-        device->Write(dev::kTableOffset + slot * sb.table_bytes, buf.get(), sb.table_bytes));
+        device->Write(dev::kTableOffset + slot * sb.table_bytes, buf.data(), sb.table_bytes));
   }
   FOLIO_RETURN_IF_ERROR(device->Flush());
-  AlignedBuf super = AllocUnits(2 * kUnitBytes);
-  dev::EncodeSuperblock(sb, super.get());
-  std::memcpy(super.get() + kUnitBytes, super.get(), kUnitBytes);
-  FOLIO_RETURN_IF_ERROR(device->Write(0, super.get(), 2 * kUnitBytes));
+  AlignedBuffer super = AllocUnits(2 * kUnitBytes);
+  dev::EncodeSuperblock(sb, super.data());
+  std::memcpy(super.data() + kUnitBytes, super.data(), kUnitBytes);
+  FOLIO_RETURN_IF_ERROR(device->Write(0, super.data(), 2 * kUnitBytes));
   return device->Flush();
 }
 
@@ -105,12 +105,12 @@ Result<std::unique_ptr<DevStore>> OpenDevStore(std::unique_ptr<BlockDevice> devi
         "{}: device is {} bytes, smaller than the {} bytes the store was formatted on", url,
         device->size_bytes(), sb->device_bytes));
   }
-  AlignedBuf buf = AllocUnits(2 * sb->table_bytes);
-  FOLIO_RETURN_IF_ERROR(device->Read(dev::kTableOffset, buf.get(), 2 * sb->table_bytes));
+  AlignedBuffer buf = AllocUnits(2 * sb->table_bytes);
+  FOLIO_RETURN_IF_ERROR(device->Read(dev::kTableOffset, buf.data(), 2 * sb->table_bytes));
   Result<dev::SegmentTable> best = Status::Corruption("no valid segment table slot");
   uint32_t best_slot = 0;
   for (uint32_t slot = 0; slot < 2; ++slot) {
-    Result<dev::SegmentTable> t = dev::DecodeTable(buf.get() + slot * sb->table_bytes,
+    Result<dev::SegmentTable> t = dev::DecodeTable(buf.data() + slot * sb->table_bytes,
                                                    sb->table_bytes, sb->segment_count,
                                                    sb->segment_bytes);
     if (t.ok() && (!best.ok() || t->sequence > best->sequence)) {
@@ -165,9 +165,9 @@ Status DevStoreImpl::Recover() {
 Status DevStoreImpl::ScanSegment(uint32_t s, bool verify_data, uint32_t* valid_end) {
   const dev::SegmentEntry entry = table_.entries[s];
   const uint64_t base = SegmentOffset(s);
-  AlignedBuf block = AllocUnits(kUnitBytes);
-  FOLIO_RETURN_IF_ERROR(device_->Read(base, block.get(), kUnitBytes));
-  Result<dev::SegmentHeader> header = dev::DecodeSegmentHeader(block.get(), store_seed_);
+  AlignedBuffer block = AllocUnits(kUnitBytes);
+  FOLIO_RETURN_IF_ERROR(device_->Read(base, block.data(), kUnitBytes));
+  Result<dev::SegmentHeader> header = dev::DecodeSegmentHeader(block.data(), store_seed_);
   if (!header.ok() || header->generation != entry.generation || header->index != s) {
     if (entry.state == SegmentState::kSealed) {
       StoreLog(options_.log, fmt::format("{}: segment {} header is damaged; its {} bytes of "
@@ -182,19 +182,19 @@ Status DevStoreImpl::ScanSegment(uint32_t s, bool verify_data, uint32_t* valid_e
                              : SegmentCapacity();
   uint64_t pos = kUnitBytes;
   while (pos + kUnitBytes <= limit) {
-    FOLIO_RETURN_IF_ERROR(device_->Read(base + pos, block.get(), kUnitBytes));
-    Result<dev::RecordHeader> h = dev::DecodeRecordHeader(block.get(), store_seed_);
+    FOLIO_RETURN_IF_ERROR(device_->Read(base + pos, block.data(), kUnitBytes));
+    Result<dev::RecordHeader> h = dev::DecodeRecordHeader(block.data(), store_seed_);
     bool ok = h.ok() && h->generation == entry.generation && h->position == pos;
     uint64_t record_bytes = ok ? dev::RecordBytes(h->type, h->key.bytes) : 0;
     ok = ok && pos + record_bytes <= limit;
     if (ok && verify_data && h->type == RecordType::kPut) {
       uint64_t length = record_bytes - kUnitBytes;
-      AlignedBuf data = AllocUnits(length);
-      FOLIO_RETURN_IF_ERROR(device_->Read(base + pos + kUnitBytes, data.get(), length));
+      AlignedBuffer data = AllocUnits(length);
+      FOLIO_RETURN_IF_ERROR(device_->Read(base + pos + kUnitBytes, data.data(), length));
       SectorMismatch mismatch;
       ok = VerifyObject(ObjectSeed(h->key, dev::RecordSalt(entry.generation,
                                                            static_cast<uint32_t>(pos))),
-                        h->key.bytes, data.get(), &mismatch);
+                        h->key.bytes, data.data(), &mismatch);
       if (!ok) ++dropped_records_;
     }
     if (!ok) {

@@ -8,13 +8,14 @@
 #include "base/check.h"
 #include "fs/store/dev_store_impl.h"
 #include "fs/store/sector_codec.h"
+#include "base/clock.h"
 #include "io/device_util.h"
 
 namespace folio::store {
 
 using dev::kUnitBytes;
 using dev::RoundUp;
-using io_internal::MonotonicNowNs;
+
 
 namespace {
 thread_local const void* tls_io_thread_of = nullptr;
@@ -30,7 +31,7 @@ struct DevStoreImpl::GetOp {
   EncodedRange range;
   uint64_t device_offset = 0;
   uint64_t device_length = 0;
-  AlignedBuf buf;
+  AlignedBuffer buf;
 };
 
 struct DevStoreImpl::WriteBatch {
@@ -38,7 +39,7 @@ struct DevStoreImpl::WriteBatch {
     StoreRequest* req;
     Rec rec;
     IoRequest io;
-    AlignedBuf buf;
+    AlignedBuffer buf;
   };
   std::vector<std::unique_ptr<Item>> items;
   IoRequest flush;
@@ -257,7 +258,7 @@ void DevStoreImpl::StartGet(StoreRequest* req) {
                       op->range.offset;
   op->device_length = RoundUp(op->range.length, kUnitBytes);
   op->buf = AllocUnits(op->device_length);
-  op->io.Reset(IoOp::kRead, op->device_offset, op->device_length, op->buf.get());
+  op->io.Reset(IoOp::kRead, op->device_offset, op->device_length, op->buf.data());
   op->io.ctx = op;
   op->io.done = &DevStoreImpl::IoDone;
   ++seg_reads_[op->rec.segment];
@@ -284,7 +285,7 @@ void DevStoreImpl::FinishGet(GetOp* op) {
       ObjectSeed(req->key, dev::RecordSalt(op->rec.generation, op->rec.position));
   SectorMismatch mismatch;
   auto decode = [&] {
-    return DecodeRange(seed, req->key.bytes, op->buf.get(), req->offset, req->length, req->buf,
+    return DecodeRange(seed, req->key.bytes, op->buf.data(), req->offset, req->length, req->buf,
                        &mismatch);
   };
   if (decode()) {
@@ -295,7 +296,7 @@ void DevStoreImpl::FinishGet(GetOp* op) {
   Status corruption = SectorCorruption(ObjectPath(req->key), mismatch);
   StoreLog(options_.log, corruption.message());
   SectorMismatch first = mismatch;
-  if (TryHeal(op->device_offset, op->device_length, op->buf.get(), decode,
+  if (TryHeal(op->device_offset, op->device_length, op->buf.data(), decode,
               ObjectPath(req->key))) {
     stats_.RecordHealed();
     CompleteLater(req, Status::OK());
@@ -352,13 +353,13 @@ void DevStoreImpl::StartWriteBatch() {
     item->buf = AllocUnits(record_bytes);
     dev::EncodeRecordHeader(
         dev::RecordHeader{type, req->key, item->rec.generation, item->rec.position},
-        store_seed_, item->buf.get());
+        store_seed_, item->buf.data());
     if (type == dev::RecordType::kPut) {
       EncodeObject(ObjectSeed(req->key, dev::RecordSalt(item->rec.generation, item->rec.position)),
-                   req->data, req->key.bytes, item->buf.get() + kUnitBytes);
+                   req->data, req->key.bytes, item->buf.data() + kUnitBytes);
     }
     item->io.Reset(IoOp::kWrite, SegmentOffset(item->rec.segment) + item->rec.position,
-                   record_bytes, item->buf.get());
+                   record_bytes, item->buf.data());
     item->io.ctx = batch.get();
     item->io.done = &DevStoreImpl::IoDone;
     open_pos_ += record_bytes;

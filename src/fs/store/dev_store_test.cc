@@ -72,9 +72,9 @@ TEST_F(DevStoreTest, FormatRefusesWhatIsThereUnlessForced) {
   // Something else on a device: refused, then forced.
   auto junk = NewMem(8 << 20);
   std::vector<char> bytes(4096, 'J');
-  AlignedBuf b = AllocUnits(4096);
-  std::memcpy(b.get(), bytes.data(), 4096);
-  ASSERT_TRUE(junk->Write(0, b.get(), 4096).ok());
+  AlignedBuffer b = AllocUnits(4096);
+  std::memcpy(b.data(), bytes.data(), 4096);
+  ASSERT_TRUE(junk->Write(0, b.data(), 4096).ok());
   EXPECT_EQ(FormatDevStore(junk.get(), "vol", DevFormatOptions{}).code(),
             StatusCode::kInvalidArgument);
   EXPECT_TRUE(FormatDevStore(junk.get(), "vol", DevFormatOptions{.force = true}).ok());
@@ -133,20 +133,20 @@ TEST_F(DevStoreTest, FlippedByteIsCorruptionNamingTheObject) {
   // Find the record: the first segment's first record starts after the segment header.
   dev::Superblock sb;
   {
-    AlignedBuf b = AllocUnits(4096);
-    ASSERT_TRUE(mem_->Read(0, b.get(), 4096).ok());
-    auto d = dev::DecodeSuperblock(b.get());
+    AlignedBuffer b = AllocUnits(4096);
+    ASSERT_TRUE(mem_->Read(0, b.data(), 4096).ok());
+    auto d = dev::DecodeSuperblock(b.data());
     ASSERT_TRUE(d.ok());
     sb = *d;
   }
   bool flipped = false;
   for (uint32_t seg = 0; seg < sb.segment_count && !flipped; ++seg) {
     uint64_t data = sb.data_offset + seg * sb.segment_bytes + 2 * 4096;  // header, record header
-    AlignedBuf b = AllocUnits(4096);
-    ASSERT_TRUE(mem_->Read(data, b.get(), 4096).ok());
-    if (std::memcmp(b.get(), test::ObjectBytes(k).data(), 64) != 0) continue;
-    b.get()[10] ^= 1;
-    ASSERT_TRUE(mem_->Write(data, b.get(), 4096).ok());
+    AlignedBuffer b = AllocUnits(4096);
+    ASSERT_TRUE(mem_->Read(data, b.data(), 4096).ok());
+    if (std::memcmp(b.data(), test::ObjectBytes(k).data(), 64) != 0) continue;
+    b.data()[10] ^= 1;
+    ASSERT_TRUE(mem_->Write(data, b.data(), 4096).ok());
     flipped = true;
   }
   ASSERT_TRUE(flipped);

@@ -18,12 +18,13 @@
 
 #include "fs/store/sector_codec.h"
 #include "fs/store/store_files.h"
+#include "base/clock.h"
 #include "io/device_util.h"
 
 namespace folio::store {
 namespace {
 
-using io_internal::MonotonicNowNs;
+
 
 thread_local const void* tls_worker_of = nullptr;  // the DirStore whose worker this thread is
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "base/crc32c.h"
 #include "fs/store/le.h"
 
@@ -135,13 +136,6 @@ Status CopyLiveEntries(std::string_view pack, uint64_t pack_id, std::string_view
 
 // ---- PackWriter ----------------------------------------------------------------------------
 
-namespace {
-uint64_t SteadyNowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-}  // namespace
 
 struct PackWriter::Pending {
   PackWriter* writer = nullptr;
@@ -176,7 +170,7 @@ void PackWriter::Add(std::string_view data, PackAddDone done) {
     SealLocked(lock, Why::kFull);
   }
   if (open_.empty()) {
-    open_since_ns_ = SteadyNowNs();
+    open_since_ns_ = MonotonicNowNs();
     cv_.notify_all();  // the timer starts counting
   }
   open_.Add(data);
@@ -257,7 +251,7 @@ void PackWriter::TimerLoop() {
       continue;
     }
     uint64_t due = open_since_ns_ + options_.flush_after_ms * 1000000ull;
-    uint64_t now = SteadyNowNs();
+    uint64_t now = MonotonicNowNs();
     if (now >= due) {
       SealLocked(lock, Why::kTimer);
       continue;

@@ -91,7 +91,7 @@ class PackWriterTest : public ::testing::Test {
 // Seeded: files of random sizes go into packs no larger than the limit; every done reports a
 // location from which ReadPacked returns the file's bytes; Flush makes all of them durable.
 TEST_F(PackWriterTest, FilesLandInBoundedPacksAndReadBack) {
-  uint64_t seed = test::TestSeed();
+  uint64_t seed = TestSeed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
   PackWriterOptions opt;
