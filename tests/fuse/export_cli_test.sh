@@ -246,12 +246,25 @@ fi
 # fio_fsync_writer FILE DIR: in the background, fio writes FILE sequentially in 64 KiB blocks
 # with verify=crc32c headers and an fsync after every write, logging each completed write's
 # offset (DIR/lat_clat.1.log), at 32 MB/s so that a kill a second later interrupts it. Sets
-# FIO_PID.
+# FIO_PID. The job runs as a thread of FIO_PID (--thread), so /proc/FIO_PID/io counts its writes.
 fio_fsync_writer() {
-  fio --name=fsw --filename="$1" --ioengine=psync --direct=1 --rw=write --bs=64k --fsync=1 \
+  fio --name=fsw --thread --filename="$1" --ioengine=psync --direct=1 --rw=write --bs=64k --fsync=1 \
     --rate=32m --offset=0 --size=128M --verify=crc32c --do_verify=0 --write_lat_log="$2/lat" \
     --log_offset=1 --per_job_logs=1 --verify_state_save=0 >"$2/fio.out" 2>&1 &
   FIO_PID=$!
+}
+# wait_fio_wrote BYTES: waits (up to 60 s) until that fio has passed BYTES to write(2)
+# (wchar), so the kill that follows interrupts a running job even when fio starts slowly on a
+# loaded machine. Fails when fio exits or the time runs out.
+wait_fio_wrote() {
+  local w
+  for _ in $(seq 1 600); do
+    w=$(awk '/^wchar:/ { print $2 }' "/proc/$FIO_PID/io" 2>/dev/null)
+    [ "${w:-0}" -ge "$1" ] && return 0
+    kill -0 "$FIO_PID" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
 }
 # fsynced_bytes DIR: the bytes fio's fsyncs covered: every logged write but the last (its fsync
 # may not have completed; each write's fsync completes before the next write starts).
@@ -277,6 +290,7 @@ if start_export "$K" "$T/kill.log" --cache 64M --name disk "$DATA"; then
   dd if="$T/synced" of="$K/disk" bs=1M seek=200 conv=notrunc,fsync status=none
   mkdir -p "$T/fio-kill"
   fio_fsync_writer "$K/disk" "$T/fio-kill"
+  wait_fio_wrote $((2 << 20)) || echo "fio wrote nothing within 60 s (see $T/fio-kill/fio.out)"
   sleep 1
   kill -9 "$EXPORTER"
   wait "$EXPORTER" 2>/dev/null
@@ -409,7 +423,8 @@ if start_export "$V" "$T/raid-kill.log" --cache 64M --name vol \
   fio_pid=$!
   mkdir -p "$T/fio-raid-kill"
   fio_fsync_writer "$V/vol" "$T/fio-raid-kill"
-  sleep 2
+  wait_fio_wrote $((2 << 20)) || echo "fio wrote nothing within 60 s (see $T/fio-raid-kill/fio.out)"
+  sleep 1
   kill -9 "$EXPORTER"
   wait "$EXPORTER" 2>/dev/null
   EXPORTER=""
