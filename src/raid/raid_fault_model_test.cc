@@ -2,10 +2,11 @@
 // injection env): random sequences of reads, writes (4 KiB .. 1 MiB, on and off stripe
 // boundaries, and refused sub-block requests), flushes, batches of writes in flight, power loss
 // (unflushed member writes dropped, or any subset of them kept, torn writes), member read and
-// write errors, member fail, replace (also from inside a running rebuild), resync / rebuild /
-// check / repair started, interrupted at random checkpoints (and by power loss) and resumed,
-// re-assembly with members missing, reordered or stale, and the export's background runner
-// (RaidDevice::PendingSync followed to the end).
+// write errors (EIO and ENOSPC), a member file truncated while in use, outages that fail every
+// member in turn followed by forced assembly, member fail, replace (also from inside a running
+// rebuild), resync / rebuild / check / repair started, interrupted at random checkpoints (and
+// by power loss) and resumed, re-assembly with members missing, reordered or stale, and the
+// export's background runner (RaidDevice::PendingSync followed to the end).
 //
 // Reference: the logical content, per 4 KiB page a set of allowed contents. A write makes the
 // page hold its data; a flush makes what a page holds durable; after a power loss a page may
@@ -24,6 +25,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -35,6 +37,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "folio/fault_device.h"
 #include "folio/raid.h"
 #include "raid/raid_test_util.h"
@@ -110,9 +113,9 @@ struct Counters {
   uint64_t degraded_reads = 0, read_errors_corrected = 0, unsynced_units = 0;
   uint64_t assemblies = 0, assembled_degraded = 0, stale_offered = 0, refused_assemblies = 0;
   uint64_t checks_clean = 0, degraded_verifies = 0, runner_rounds = 0, sub_block_refused = 0;
-  uint64_t arrays_given_up = 0;
+  uint64_t arrays_given_up = 0, enospc = 0, shrinks = 0, outages = 0, forced_assemblies = 0;
   std::string ToString() const {
-    char b[1024];
+    char b[1280];
     std::snprintf(b, sizeof b,
                   "writes %" PRIu64 " (errors %" PRIu64 "), reads %" PRIu64 " (errors %" PRIu64
                   "), flushes %" PRIu64 ", crashes %" PRIu64 " (torn %" PRIu64
@@ -123,12 +126,15 @@ struct Counters {
                   ", assemblies %" PRIu64 " (degraded %" PRIu64 ", stale offered %" PRIu64
                   ", refused %" PRIu64 "), clean checks %" PRIu64 ", degraded verifies %" PRIu64
                   ", runner rounds %" PRIu64 ", sub-block refused %" PRIu64
-                  ", arrays given up %" PRIu64,
+                  ", arrays given up %" PRIu64 ", ENOSPC injected %" PRIu64
+                  ", members shrunk %" PRIu64 ", outages %" PRIu64
+                  ", forced assemblies %" PRIu64,
                   writes, write_errors, reads, read_errors, flushes, crashes, torn,
                   syncs_interrupted, syncs_completed, rebuilds_completed, replaces,
                   replaces_in_sync, fails, degraded_reads, read_errors_corrected, unsynced_units,
                   assemblies, assembled_degraded, stale_offered, refused_assemblies, checks_clean,
-                  degraded_verifies, runner_rounds, sub_block_refused, arrays_given_up);
+                  degraded_verifies, runner_rounds, sub_block_refused, arrays_given_up,
+                  enospc, shrinks, outages, forced_assemblies);
     return b;
   }
   void Add(const Counters& o) {
@@ -150,6 +156,7 @@ class Model {
   struct Disk {
     std::unique_ptr<BlockDevice> mem;
     HookMember* member = nullptr;  // the wrapper of the current array, or null
+    uint64_t shrink_end = 0;       // truncated to this size while in use (0: never)
   };
   struct Page {
     std::vector<uint64_t> durable;  // may be on disk after a power loss
@@ -184,6 +191,9 @@ class Model {
   void OpReplace();
   void OpReadFault();
   void OpWriteFault();
+  void OpShrink();
+  void OpOutage();
+  bool Shrunk(uint32_t slot) const;
   void OpSync();
   void OpRunner();
   void OpCheckClean();
@@ -224,15 +234,18 @@ uint32_t Model::NewDisk() {
 RaidMember Model::WrapDisk(uint32_t d) {
   auto m = std::make_unique<HookMember>(FaultDevice::WrapUnowned(disks_[d].mem.get()));
   disks_[d].member = m.get();
+  // A truncated file stays truncated: every later open of the disk sees it.
+  if (disks_[d].shrink_end != 0) m->fault()->Shrink(disks_[d].shrink_end);
   return {"d" + std::to_string(d), std::move(m)};
 }
 
 // Whether `more` members may fail: failed and rebuilding slots both count (a rebuilding slot
 // cannot serve what it has not been rebuilt with).
+// A shrunk member still in sync counts as lost: it fails at its next flush or read past its end.
 bool Model::Tolerates(uint32_t more) const {
   uint32_t lost = 0;
   for (const RaidMemberStatus& m : dev_->Describe().members) {
-    lost += m.health == MemberHealth::kInSync ? 0 : 1;
+    lost += m.health == MemberHealth::kInSync && !Shrunk(m.slot) ? 0 : 1;
   }
   return lost + more <= RaidFailureTolerance(level_, members_);
 }
@@ -258,9 +271,14 @@ bool Model::Healthy() const {
   const RaidStatus st = dev_->Describe();
   if (st.resync_regions != 0) return false;
   for (const RaidMemberStatus& m : st.members) {
-    if (m.health != MemberHealth::kInSync) return false;
+    if (m.health != MemberHealth::kInSync || Shrunk(m.slot)) return false;
   }
   return true;
+}
+
+bool Model::Shrunk(uint32_t slot) const {
+  const int d = slot < slot_disk_.size() ? slot_disk_[slot] : -1;
+  return d >= 0 && disks_[d].shrink_end != 0;
 }
 
 void Model::Create() {
@@ -422,7 +440,10 @@ void Model::OpSubBlock() {
 
 void Model::ClearFaults() {
   for (int d : slot_disk_) {
-    if (d >= 0 && disks_[d].member != nullptr) disks_[d].member->fault()->ClearFailures();
+    if (d < 0 || disks_[d].member == nullptr) continue;
+    FaultDevice* f = disks_[d].member->fault();
+    f->ClearFailures();
+    if (disks_[d].shrink_end != 0) f->Shrink(disks_[d].shrink_end);  // a truncation stays
   }
 }
 
@@ -460,7 +481,40 @@ void Model::OpReadFault() {
 void Model::OpWriteFault() {
   const int d = slot_disk_[Rand(members_)];
   if (d < 0 || disks_[d].member == nullptr || !Tolerates(1)) return;
+  if (Chance(500)) {
+    // The file system under the member is full: the write fails with ENOSPC, not EIO.
+    disks_[d].member->fault()->SetInjectedErrno(ENOSPC);
+    ++c_.enospc;
+  }
   disks_[d].member->fault()->FailNthOf(IoOp::kWrite, 1 + Rand(8));
+}
+
+void Model::OpShrink() {
+  // A member file truncated while the array runs (issue 8 case 9): its next flush or a read
+  // past the new end fails it, and parity serves its data; it never reads as zeros.
+  const uint32_t s = static_cast<uint32_t>(Rand(members_));
+  const int d = slot_disk_[s];
+  if (d < 0 || disks_[d].member == nullptr || disks_[d].shrink_end != 0 || !Tolerates(1)) return;
+  const uint64_t data_pages = (member_bytes_ - kDataOffset) / kPage;
+  disks_[d].shrink_end = kDataOffset + Rand(data_pages) * kPage;
+  disks_[d].member->fault()->Shrink(disks_[d].shrink_end);
+  ++c_.shrinks;
+}
+
+void Model::OpOutage() {
+  // Sparse members on a file system that fills (issue 8 case 6): every member's data writes
+  // fail with ENOSPC, the members fail in turn until the array stops; space is freed and the
+  // operator assembles by force (Assemble falls back to it when the array cannot start).
+  if (!Healthy()) return;
+  for (int d : slot_disk_) {
+    FaultDevice* f = disks_[d].member->fault();
+    f->SetInjectedErrno(ENOSPC);
+    f->FailRange(kDataOffset, member_bytes_ - kDataOffset, /*reads=*/false, /*writes=*/true);
+  }
+  for (int i = 0; i < 8 && !Dead(); ++i) OpWrite();
+  ++c_.outages;
+  ClearFaults();
+  StopAndAssemble();
 }
 
 void Model::RecordSync(RaidSyncAction a, const Result<RaidSyncReport>& r) {
@@ -549,6 +603,16 @@ void Model::OpRunner() {
 // untrusted, reported as such) is given up and made anew, as an operator would restore it.
 void Model::Converge() {
   ClearFaults();
+  if (Dead()) {
+    Recreate();
+    return;
+  }
+  for (uint32_t s = 0; s < members_; ++s) {
+    const MemberHealth h = dev_->Describe().members[s].health;
+    if (Shrunk(s) && h != MemberHealth::kFailed && h != MemberHealth::kMissing) {
+      (void)dev_->FailMember(s);
+    }
+  }
   if (Dead()) {
     Recreate();
     return;
@@ -679,6 +743,16 @@ void Model::Assemble(bool variations) {
   o.stripe_cache_bytes = 4 << 20;
   auto dev = RaidDevice::Assemble(std::move(ms), o);
   ++c_.assemblies;
+  if (!dev.ok() && !left_out) {
+    // Too few members in sync (members failed in turn by transient errors): as an operator,
+    // assemble by force; it must start when every member is offered.
+    std::vector<RaidMember> again;
+    for (uint32_t d : offer) again.push_back(WrapDisk(d));
+    RaidAssembleOptions force;
+    force.force = true;
+    dev = RaidDevice::Assemble(std::move(again), o, force);
+    if (dev.ok() && !(*dev)->Describe().forced.empty()) ++c_.forced_assemblies;
+  }
   if (!dev.ok()) {
     ++c_.refused_assemblies;
     for (Disk& d : disks_) d.member = nullptr;
@@ -788,6 +862,12 @@ void Model::Run(uint64_t ops) {
     } else if (r < 958) {
       what_ = "degraded verify";
       OpDegradedVerify();
+    } else if (r < 962) {
+      what_ = "shrink";
+      OpShrink();
+    } else if (r < 965) {
+      what_ = "outage";
+      OpOutage();
     } else {
       what_ = "read";
       OpRead(Rand(pages_.size() - 1), 1, false);
@@ -809,7 +889,7 @@ void RunModel(RaidLevel level) {
   const uint64_t ops = ModelOps();
   const uint32_t seeds = 2;
   Counters all;
-  const auto t0 = std::chrono::steady_clock::now();
+  const uint64_t t0_ns = MonotonicNowNs();
   for (uint32_t i = 0; i < seeds; ++i) {
     const uint64_t seed = base + i;
     SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
@@ -818,8 +898,7 @@ void RunModel(RaidLevel level) {
     all.Add(m.counters());
     if (::testing::Test::HasFatalFailure()) return;
   }
-  const double s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double s = SecondsSince(t0_ns);
   std::printf("%s fault model: seeds %" PRIu64 "..%" PRIu64 ", %" PRIu64 " ops in %.1fs\n  %s\n",
               std::string(RaidLevelName(level)).c_str(), base, base + seeds - 1, ops, s,
               all.ToString().c_str());
@@ -834,6 +913,9 @@ void RunModel(RaidLevel level) {
   EXPECT_GT(all.assembled_degraded, 0u);
   EXPECT_GT(all.checks_clean, 0u);
   EXPECT_GT(all.degraded_verifies, 0u);
+  EXPECT_GT(all.enospc, 0u);
+  EXPECT_GT(all.shrinks, 0u);
+  EXPECT_GT(all.forced_assemblies, 0u);
 }
 
 TEST(RaidFaultModel, Raid5) { RunModel(RaidLevel::kRaid5); }
