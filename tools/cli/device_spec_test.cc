@@ -1,5 +1,6 @@
 // Device specs: every form, every malformed spec, and opening them (locks, read-only opens,
 // created files, RAID assembly) on files in a temporary directory.
+#include "base/aligned_buffer.h"
 #include "cli/device_spec.h"
 
 #include <gtest/gtest.h>
@@ -266,9 +267,9 @@ TEST(DeviceSpecTest, OpenRaidAssemblesAndStops) {
     ASSERT_NE(raid, nullptr);
     EXPECT_EQ(raid->Describe().member_count, 3u);
     for (const std::string& p : paths) EXPECT_NE(LockHolder(p), "") << p;
-    io_test::AlignedBuf buf = io_test::AllocAligned(4096);
-    std::memset(buf.get(), 'x', 4096);
-    const Status w = (*dev)->Write(0, buf.get(), 4096);
+    AlignedBuffer buf(4096);
+    std::memset(buf.data(), 'x', 4096);
+    const Status w = (*dev)->Write(0, buf.data(), 4096);
     ASSERT_TRUE(w.ok()) << w.message();
   }
   // Stopped clean and unlocked at destruction.
