@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "base/aligned_buffer.h"
+#include "base/clock.h"
 #include "cache/async_reader.h"
 #include "cache/counters.h"
 #include "cache/lru.h"
@@ -36,9 +37,6 @@
 namespace folio::cache {
 
 class AddressSpaceImpl;
-
-// The monotonic clock of the writeback policy (expiry, pauses, bandwidth).
-uint64_t NowNs();
 
 enum class AllocMode {
   kMayReclaim,  // reclaim clean folios, then write back dirty ones if needed

@@ -49,12 +49,6 @@ thread_local uint64_t owed_pause_ns = 0;
 
 }  // namespace
 
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
 void PageCacheImpl::SetDirtyThresholds(uint64_t capacity) {
   dirty_background_bytes_ = options_.dirty_background_bytes != 0
                                 ? options_.dirty_background_bytes
@@ -110,7 +104,7 @@ void PageCacheImpl::ThrottleWriter(AddressSpaceImpl* as, uint64_t bytes) {
     return;
   }
   if (!wb_kick_pending_.exchange(true, std::memory_order_relaxed)) KickWriteback();
-  const uint64_t t0 = NowNs();
+  const uint64_t t0 = MonotonicNowNs();
   if (dirty >= dirty_limit_bytes_) {
     CacheCounters::Add(counters_.throttled_writes);
     auto over = [&] {
@@ -121,7 +115,7 @@ void PageCacheImpl::ThrottleWriter(AddressSpaceImpl* as, uint64_t bytes) {
       std::unique_lock<std::mutex> lock(throttle_mu_);
       throttle_cv_.wait_for(lock, std::chrono::milliseconds(10), [&] { return !over(); });
     }
-    CacheCounters::Add(counters_.throttled_ns, NowNs() - t0);
+    CacheCounters::Add(counters_.throttled_ns, MonotonicNowNs() - t0);
     return;
   }
   // Between freerun and the limit: a pause in proportion (see the top of this file).
@@ -135,7 +129,7 @@ void PageCacheImpl::ThrottleWriter(AddressSpaceImpl* as, uint64_t bytes) {
   owed_pause_ns = 0;
   CacheCounters::Add(counters_.throttled_writes);
   std::this_thread::sleep_for(std::chrono::nanoseconds(pause));
-  CacheCounters::Add(counters_.throttled_ns, NowNs() - t0);
+  CacheCounters::Add(counters_.throttled_ns, MonotonicNowNs() - t0);
 }
 
 void PageCacheImpl::WritebackThread() {
@@ -156,7 +150,7 @@ void PageCacheImpl::WritebackThread() {
 
 void PageCacheImpl::FlushRound() {
   std::vector<AddressSpaceImpl*> spaces = PinAll();
-  const uint64_t now = NowNs();
+  const uint64_t now = MonotonicNowNs();
   const uint64_t expire_ns = options_.dirty_expire_ms * 1'000'000;
   // (1) Expired data, whole address spaces.
   for (AddressSpaceImpl* as : spaces) {

@@ -111,9 +111,9 @@ void AddressSpaceImpl::WritebackBatch::Submit() {
                   as_->cache_->Data(f) + (uint64_t{runs[r].first} << kPageShift));
   }
   std::span<IoRequest> all(reqs.get(), runs.size());
-  const uint64_t t0 = NowNs();
+  const uint64_t t0 = MonotonicNowNs();
   RunRequests(as_->device_, all);
-  as_->cache_->NoteWriteback(bytes_, NowNs() - t0);
+  as_->cache_->NoteWriteback(bytes_, MonotonicNowNs() - t0);
   CountRequests(all);
   size_t r = 0;
   for (size_t i = 0; i < entries_.size(); ++i) {
@@ -219,7 +219,7 @@ Status AddressSpaceImpl::WritebackRange(uint64_t first, uint64_t last) {
   }
   Status s = batch.Finish();
   // A whole pass leaves only what was written meanwhile: that is young.
-  if (first == 0 && last >= device_pages_) RestartDirtyClock(since, NowNs());
+  if (first == 0 && last >= device_pages_) RestartDirtyClock(since, MonotonicNowNs());
   return zero_status.ok() ? s : zero_status;
 }
 
@@ -249,7 +249,7 @@ uint64_t AddressSpaceImpl::WritebackSome(uint64_t max_bytes) {
   }
   wb_cursor_ = idx;
   (void)batch.Finish();
-  if (!HasWritebackWork()) RestartDirtyClock(since, NowNs());
+  if (!HasWritebackWork()) RestartDirtyClock(since, MonotonicNowNs());
   return batch.total_bytes();
 }
 
@@ -327,7 +327,7 @@ void AddressSpaceImpl::AddZeroRange(uint64_t first, uint64_t last) {
 void AddressSpaceImpl::NoteDirtied() {
   if (dirty_since_ns_.load(std::memory_order_seq_cst) != 0) [[likely]] return;
   uint64_t clean = 0;
-  dirty_since_ns_.compare_exchange_strong(clean, NowNs(), std::memory_order_seq_cst);
+  dirty_since_ns_.compare_exchange_strong(clean, MonotonicNowNs(), std::memory_order_seq_cst);
 }
 
 void AddressSpaceImpl::RestartDirtyClock(uint64_t since, uint64_t now) {

@@ -93,7 +93,7 @@ TEST(RaidRunner, StoredCheckDoesNotBlockCrashResync) {
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   ASSERT_GT((*again)->Describe().resync_regions, 0u);
   {
-    RaidRunner runner(again->get(), OpenDeviceOptions());
+    RaidRunner runner(again->get(), DeviceOpenOptions());
     runner.StartPendingSync();
     WaitForRunner(runner);
   }
