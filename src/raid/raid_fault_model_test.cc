@@ -20,7 +20,7 @@
 // The run must also be hard: crashes, completed rebuilds, interrupted syncs and degraded reads
 // must have happened (asserted non-zero at the end).
 //
-// FOLIO_SEED picks the seed (base 0: 0x5eed works), FOLIO_MODEL_OPS the operations per seed.
+// FOLIO_SEED picks the seed (default 0x5eed; base 0), FOLIO_MODEL_OPS the operations per seed.
 // A failure prints the seed, the level and the operation number.
 #include <gtest/gtest.h>
 
@@ -885,7 +885,10 @@ void Model::Run(uint64_t ops) {
 }
 
 void RunModel(RaidLevel level) {
-  const uint64_t base = TestSeed();
+  // A fixed default seed: the run must also be hard enough (the counts asserted below), and a
+  // random seed can miss a rare event (FOLIO_SEED=152284949 had no replace inside a sync).
+  // FOLIO_SEED explores other seeds.
+  const uint64_t base = TestSeedOr(0x5eed);
   const uint64_t ops = ModelOps();
   const uint32_t seeds = 2;
   Counters all;
