@@ -10,7 +10,6 @@
 namespace folio::meta {
 namespace {
 
-constexpr size_t kAll = std::numeric_limits<size_t>::max();
 constexpr size_t kPlockRangeBytes = 21;  // pid u32, type u8, start u64, end u64
 constexpr size_t kDeletionMemberBytes = 8 + 26;
 
