@@ -24,7 +24,9 @@
 namespace folio {
 namespace {
 
-constexpr uint64_t kKiB = 1024, kMiB = 1024 * 1024;
+using cache_test::kKiB;
+using cache_test::kMiB;
+
 constexpr uint64_t kRegionBytes = 1024 * kKiB;
 constexpr uint64_t kSharedBytes = 256 * kKiB;
 constexpr uint64_t kSharedBlocks = kSharedBytes / kPageBytes;

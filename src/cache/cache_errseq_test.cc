@@ -18,14 +18,9 @@ using cache_test::CacheEnv;
 using cache_test::MakeEnv;
 using cache_test::Pattern;
 using cache_test::SmallCacheOptions;
-
-constexpr uint64_t kKiB = 1024, kMiB = 1024 * 1024;
-
-void WriteOk(AddressSpace* as, uint64_t pos, const std::vector<char>& data) {
-  Result<size_t> n = as->Write(pos, data);
-  ASSERT_TRUE(n.ok()) << n.status().ToString();
-  ASSERT_EQ(*n, data.size());
-}
+using cache_test::kKiB;
+using cache_test::kMiB;
+using cache_test::WriteOk;
 
 TEST(ErrSeqTest, EachCursorSeesEachEventOnce) {
   cache::ErrSeq e;

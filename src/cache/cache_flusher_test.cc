@@ -18,15 +18,11 @@ using cache_test::CacheEnv;
 using cache_test::MakeEnv;
 using cache_test::Pattern;
 using cache_test::SmallCacheOptions;
+using cache_test::kKiB;
+using cache_test::kMiB;
+using cache_test::WriteOk;
 
-constexpr uint64_t kKiB = 1024, kMiB = 1024 * 1024;
 constexpr uint64_t kNeverMs = 3600 * 1000;  // nothing expires while a test runs
-
-void WriteOk(AddressSpace* as, uint64_t pos, const std::vector<char>& data) {
-  Result<size_t> n = as->Write(pos, data);
-  ASSERT_TRUE(n.ok()) << n.status().ToString();
-  ASSERT_EQ(*n, data.size());
-}
 
 // Polls until pred() holds (the flusher runs on its own thread); the test's timeout bounds it.
 template <typename Pred>

@@ -51,7 +51,8 @@
 namespace folio {
 namespace {
 
-constexpr uint64_t kKiB = 1024, kMiB = 1024 * 1024;
+using cache_test::kKiB;
+using cache_test::kMiB;
 
 #ifdef FOLIO_CACHE_MODEL_SLOW
 constexpr uint64_t kOpsScale = 25;

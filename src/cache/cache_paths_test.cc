@@ -19,22 +19,10 @@ using cache_test::CacheEnv;
 using cache_test::MakeEnv;
 using cache_test::Pattern;
 using cache_test::SmallCacheOptions;
-
-constexpr uint64_t kKiB = 1024, kMiB = 1024 * 1024;
-
-void WriteOk(AddressSpace* as, uint64_t pos, const std::vector<char>& data) {
-  Result<size_t> n = as->Write(pos, data);
-  ASSERT_TRUE(n.ok()) << n.status().ToString();
-  ASSERT_EQ(*n, data.size());
-}
-
-std::vector<char> ReadOk(AddressSpace* as, uint64_t pos, size_t len) {
-  std::vector<char> out(len);
-  Result<size_t> n = as->Read(pos, out);
-  EXPECT_TRUE(n.ok()) << n.status().ToString();
-  if (n.ok()) out.resize(*n);
-  return out;
-}
+using cache_test::kKiB;
+using cache_test::kMiB;
+using cache_test::WriteOk;
+using cache_test::ReadOk;
 
 uint64_t TotalAllocs(const PageCacheStats& s) {
   uint64_t n = 0;

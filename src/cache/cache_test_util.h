@@ -62,6 +62,24 @@ inline void MakeEnv(CacheEnv* env, uint64_t device_bytes, const PageCacheOptions
   env->as = std::move(as).value();
 }
 
+inline constexpr uint64_t kKiB = 1024, kMiB = 1024 * 1024;
+
+// A write that must succeed whole (a gtest failure otherwise).
+inline void WriteOk(AddressSpace* as, uint64_t pos, const std::vector<char>& data) {
+  Result<size_t> n = as->Write(pos, data);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  ASSERT_EQ(*n, data.size());
+}
+
+// A read that must succeed; returns what it read (shorter at the end of the file).
+inline std::vector<char> ReadOk(AddressSpace* as, uint64_t pos, size_t len) {
+  std::vector<char> out(len);
+  Result<size_t> n = as->Read(pos, out);
+  EXPECT_TRUE(n.ok()) << n.status().ToString();
+  if (n.ok()) out.resize(*n);
+  return out;
+}
+
 // Byte i of the pattern with a seed: cheap, position dependent, seed dependent.
 inline char PatternByte(uint64_t seed, uint64_t pos) {
   uint64_t x = (pos + 1) * 0x9e3779b97f4a7c15ull ^ seed;
