@@ -266,6 +266,18 @@ wait_fio_wrote() {
   done
   return 1
 }
+# kill_export_during_fio FILE DIR: runs fio_fsync_writer on FILE (logs in DIR), kills the exporter
+# with -9 a second after fio has written 2 MiB, and waits for both to end.
+kill_export_during_fio() {
+  mkdir -p "$2"
+  fio_fsync_writer "$1" "$2"
+  wait_fio_wrote $((2 << 20)) || echo "fio wrote nothing within 60 s (see $2/fio.out)"
+  sleep 1
+  kill -9 "$EXPORTER"
+  wait "$EXPORTER" 2>/dev/null
+  EXPORTER=""
+  wait "$FIO_PID" 2>/dev/null
+}
 # fsynced_bytes DIR: the bytes fio's fsyncs covered: every logged write but the last (its fsync
 # may not have completed; each write's fsync completes before the next write starts).
 fsynced_bytes() {
@@ -288,14 +300,7 @@ K=$T/mnt/kill
 if start_export "$K" "$T/kill.log" --cache 64M --name disk "$DATA"; then
   head -c 4M /dev/urandom >"$T/synced"
   dd if="$T/synced" of="$K/disk" bs=1M seek=200 conv=notrunc,fsync status=none
-  mkdir -p "$T/fio-kill"
-  fio_fsync_writer "$K/disk" "$T/fio-kill"
-  wait_fio_wrote $((2 << 20)) || echo "fio wrote nothing within 60 s (see $T/fio-kill/fio.out)"
-  sleep 1
-  kill -9 "$EXPORTER"
-  wait "$EXPORTER" 2>/dev/null
-  EXPORTER=""
-  wait "$FIO_PID" 2>/dev/null
+  kill_export_during_fio "$K/disk" "$T/fio-kill"
   synced_bytes=$(fsynced_bytes "$T/fio-kill")
   echo "fio's fsyncs covered $synced_bytes bytes before the kill"
   check "a killed export leaves a dead mount that --unmount clears" \
@@ -421,15 +426,8 @@ if start_export "$V" "$T/raid-kill.log" --cache 64M --name vol \
     --rw=randwrite --bs=64k --offset=256M --size=40M --time_based --runtime=30 \
     >/dev/null 2>&1 &
   fio_pid=$!
-  mkdir -p "$T/fio-raid-kill"
-  fio_fsync_writer "$V/vol" "$T/fio-raid-kill"
-  wait_fio_wrote $((2 << 20)) || echo "fio wrote nothing within 60 s (see $T/fio-raid-kill/fio.out)"
-  sleep 1
-  kill -9 "$EXPORTER"
-  wait "$EXPORTER" 2>/dev/null
-  EXPORTER=""
+  kill_export_during_fio "$V/vol" "$T/fio-raid-kill"
   wait "$fio_pid" 2>/dev/null
-  wait "$FIO_PID" 2>/dev/null
   raid_synced_bytes=$(fsynced_bytes "$T/fio-raid-kill")
   echo "fio's fsyncs covered $raid_synced_bytes bytes of the RAID volume before the kill"
   check "RAID: --unmount clears the dead mount" "$FOLIO_BIN" export --unmount "$V"
