@@ -8,6 +8,11 @@
 
 namespace folio::io_internal {
 
+namespace {
+constexpr size_t kSpareBlocks = 1024;  // 4 MiB of 4 KiB blocks
+constexpr size_t kSpareWrites = 32;
+}  // namespace
+
 void CrashLog::MissingRuns(uint64_t offset, uint64_t length, std::vector<Run>* out) const {
   FOLIO_CHECK(offset % block_bytes_ == 0 && length % block_bytes_ == 0);
   const uint64_t first = offset / block_bytes_;
@@ -31,6 +36,7 @@ void CrashLog::Capture(uint64_t offset, const char* data, uint64_t length) {
   for (uint64_t done = 0; done < length; done += block_bytes_) {
     auto [it, inserted] = blocks_.try_emplace((offset + done) / block_bytes_);
     FOLIO_CHECK_MSG(inserted, "CrashLog::Capture of a block already captured");
+    it->second.data = TakeSpare(&spare_blocks_);
     it->second.data.assign(data + done, block_bytes_);
   }
 }
@@ -47,7 +53,10 @@ uint64_t CrashLog::AddWrite(uint64_t offset, const char* data, uint64_t length) 
   w.id = next_id_++;
   w.offset = offset;
   w.length = length;
-  if (data != nullptr) w.data.assign(data, length);
+  if (data != nullptr) {
+    w.data = TakeSpare(&spare_writes_);
+    w.data.assign(data, length);
+  }
   writes_.push_back(std::move(w));
   return writes_.back().id;
 }
@@ -68,14 +77,30 @@ void CrashLog::DropWrite(uint64_t id) {
   writes_.erase(it);
 }
 
-// Drops the write's hold on its blocks, forgetting blocks no unflushed write touches.
-void CrashLog::Release(const Write& w) {
+std::string CrashLog::TakeSpare(std::vector<std::string>* spares) {
+  if (spares->empty()) return {};
+  std::string s = std::move(spares->back());
+  spares->pop_back();
+  return s;
+}
+
+void CrashLog::GiveSpare(std::string s, std::vector<std::string>* spares, size_t limit) {
+  if (s.capacity() != 0 && spares->size() < limit) spares->push_back(std::move(s));
+}
+
+// Drops the write's hold on its blocks, forgetting blocks no unflushed write touches; the
+// write's data buffer goes back to the spares (the caller drops the write).
+void CrashLog::Release(Write& w) {
   const uint64_t first = w.offset / block_bytes_;
   for (uint64_t b = first; b < first + w.length / block_bytes_; ++b) {
     auto it = blocks_.find(b);
     FOLIO_CHECK(it != blocks_.end() && it->second.writers > 0);
-    if (--it->second.writers == 0) blocks_.erase(it);
+    if (--it->second.writers == 0) {
+      GiveSpare(std::move(it->second.data), &spare_blocks_, kSpareBlocks);
+      blocks_.erase(it);
+    }
   }
+  GiveSpare(std::move(w.data), &spare_writes_, kSpareWrites);
 }
 
 void CrashLog::FlushCompleted(uint64_t watermark) {

@@ -90,11 +90,18 @@ class CrashLog {
   };
 
   void ApplyTo(const Write& w, std::map<uint64_t, std::string>* image) const;
-  void Release(const Write& w);
+  void Release(Write& w);
+  // Buffers of forgotten blocks and folded writes, reused by the next Capture / AddWrite: a
+  // fault model makes millions of them, and a fresh allocation each (an mmap for a large write
+  // under ASan) was most of its time.
+  std::string TakeSpare(std::vector<std::string>* spares);
+  void GiveSpare(std::string s, std::vector<std::string>* spares, size_t limit);
 
   const uint32_t block_bytes_;
   std::map<uint64_t, Block> blocks_;  // by block index
   std::vector<Write> writes_;         // unflushed, in submission order
+  std::vector<std::string> spare_blocks_;
+  std::vector<std::string> spare_writes_;
   uint64_t next_id_ = 1;
   uint64_t completion_seq_ = 0;
 };
