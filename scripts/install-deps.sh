@@ -10,8 +10,9 @@ packages=(
   fio fuse3 libfuse3-dev
   libsqlite3-dev
   # Shared metadata engines (issue 11) and the throwaway servers their tests start
-  # (scripts/services/): Redis 7.
+  # (scripts/services/): Redis 7, PostgreSQL 15.
   redis-server libhiredis-dev
+  postgresql-15 libpq-dev
 )
 
 missing=()

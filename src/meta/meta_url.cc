@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "meta/pg_engine.h"
 #include "meta/redis_engine.h"
 #include "meta/sqlite_engine.h"
 
@@ -25,9 +26,21 @@ Result<std::unique_ptr<MetaEngine>> OpenRedis(std::string_view rest,
   return OpenRedisEngine("redis:" + std::string(rest), options);
 }
 
+Result<std::unique_ptr<MetaEngine>> OpenPostgres(std::string_view rest,
+                                                 const MetaOpenOptions& options) {
+  return OpenPgEngine("postgres:" + std::string(rest), options);
+}
+
+Result<std::unique_ptr<MetaEngine>> OpenPostgresql(std::string_view rest,
+                                                   const MetaOpenOptions& options) {
+  return OpenPgEngine("postgresql:" + std::string(rest), options);
+}
+
 constexpr MetaScheme kSchemes[] = {
     {"sqlite", "sqlite:PATH", &OpenSqlite},
     {"redis", "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME]", &OpenRedis},
+    {"postgres", "postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=...]", &OpenPostgres},
+    {"postgresql", "postgresql://USER@HOST[:PORT]/DB", &OpenPostgresql},
 };
 
 std::string Known() {

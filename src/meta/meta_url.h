@@ -1,5 +1,5 @@
 // The registry of metadata engine URL schemes behind OpenMetaEngine (meta_engine.h). Each
-// engine adds one row to the table in meta_url.cc (sqlite, redis; issue 11: postgres).
+// engine adds one row to the table in meta_url.cc (sqlite, redis, postgres / postgresql).
 //
 // Thread safety: the table is constant.
 #pragma once

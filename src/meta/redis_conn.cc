@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 #include <sys/time.h>
 
-#include <atomic>
 #include <charconv>
-#include <random>
+
+#include "meta/server_util.h"
 
 namespace folio::meta {
 namespace {
@@ -50,12 +50,6 @@ bool ParseInt(std::string_view s, int lo, int hi, int* out) {
   if (ec != std::errc() || p != s.data() + s.size() || v < lo || v > hi) return false;
   *out = v;
   return true;
-}
-
-uint64_t NewConnId() {
-  static std::atomic<uint64_t> counter{0};
-  static const uint64_t base = std::random_device{}() * 0x9E3779B97F4A7C15ull;
-  return base ^ (counter.fetch_add(1) + 1);
 }
 
 timeval Tv(int64_t ms) {
@@ -141,7 +135,7 @@ Result<std::unique_ptr<RedisConn>> RedisConn::Open(const RedisUrl& url, int64_t 
     return s;
   }
   redisSetTimeout(ctx, Tv(timeout_ms));
-  std::unique_ptr<RedisConn> conn(new RedisConn(ctx, display, NewConnId()));
+  std::unique_ptr<RedisConn> conn(new RedisConn(ctx, display, NewConnectionId()));
   if (!url.password.empty()) {
     RedisCmd auth = url.user.empty() ? RedisCmd{"AUTH", url.password}
                                      : RedisCmd{"AUTH", url.user, url.password};

@@ -8,71 +8,18 @@
 namespace folio::meta {
 namespace {
 
-// Skips the test when the `redis` fixture could not start a server (not in CI as root).
-#define FOLIO_SKIP_WITHOUT_REDIS()                                  \
-  do {                                                              \
-    const test::ServiceInfo env = test::ServiceEnv("redis");        \
-    if (!env.skip.empty()) GTEST_SKIP() << env.skip;                \
-    ASSERT_TRUE(env.error.empty()) << env.error;                    \
-  } while (0)
-
 TEST(RedisFaultTest, CrashMidWorkloadLosesNothingCommittedAndHalvesNothing) {
-  FOLIO_SKIP_WITHOUT_REDIS();
+  FOLIO_SKIP_WITHOUT_SERVER("redis");
   CrashMidWorkload("redis");
 }
 
 TEST(RedisFaultTest, ServerStoppedIsOneIOErrorThenServesOnceBack) {
-  FOLIO_SKIP_WITHOUT_REDIS();
-  OwnServer server("redis");
-  std::string why;
-  const std::string url = server.Start(&why);
-  ASSERT_FALSE(url.empty()) << why;
-  MetaOpenOptions options;
-  options.reconnect_timeout_ms = 300;
-  options.log = [](std::string_view) {};
-  auto engine = OpenMetaEngine(url, options);
-  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-  ASSERT_TRUE((*engine)->Init(MetaEngine::InitMode::kCreate).ok());
-  auto put = [&](uint64_t ino) {
-    return (*engine)->Transact("put", TxnMode::kWrite,
-                               [&](Txn& t) { return t.PutInode(TestInode(ino)); });
-  };
-  ASSERT_TRUE(put(10).ok());
-  ASSERT_TRUE(server.Kill());
-  // Every kind of call fails the same way: one line naming the server, nothing applied.
-  const Status write = put(11);
-  ASSERT_EQ(write.code(), StatusCode::kIOError) << write.ToString();
-  Status read = (*engine)->Transact("get", TxnMode::kRead, [](Txn& t) {
-    return t.GetInode(InodeId{10}).status();
-  });
-  ASSERT_EQ(read.code(), StatusCode::kIOError) << read.ToString();
-  auto ids = (*engine)->AllocateIds(Counter::kNextInode, 1);
-  ASSERT_EQ(ids.status().code(), StatusCode::kIOError) << ids.status().ToString();
-  for (const Status& s : {write, read, ids.status()}) {
-    const std::string msg(s.message());
-    EXPECT_NE(msg.find(url.substr(0, url.rfind('/'))), std::string::npos) << msg;
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-  }
-  ASSERT_TRUE(server.Restart());
-  // The same engine (its pooled connections broken by the crash) serves again.
-  ASSERT_TRUE(put(12).ok());
-  bool have10 = false, have11 = true, have12 = false;
-  ASSERT_TRUE((*engine)->Transact("check", TxnMode::kRead, [&](Txn& t) -> Status {
-    FOLIO_ASSIGN_OR_RETURN(auto a, t.GetInode(InodeId{10}));
-    FOLIO_ASSIGN_OR_RETURN(auto b, t.GetInode(InodeId{11}));
-    FOLIO_ASSIGN_OR_RETURN(auto c, t.GetInode(InodeId{12}));
-    have10 = a.has_value();
-    have11 = b.has_value();
-    have12 = c.has_value();
-    return Status::OK();
-  }).ok());
-  EXPECT_TRUE(have10) << "committed before the crash (appendfsync always)";
-  EXPECT_FALSE(have11) << "failed while the server was down, yet applied";
-  EXPECT_TRUE(have12);
+  FOLIO_SKIP_WITHOUT_SERVER("redis");
+  ServerStoppedThenBack("redis");
 }
 
 TEST(RedisFaultTest, ServerThatMayEvictKeysIsRefusedAtOpen) {
-  FOLIO_SKIP_WITHOUT_REDIS();
+  FOLIO_SKIP_WITHOUT_SERVER("redis");
   OwnServer server("redis");
   std::string why;
   const std::string url = server.Start(&why);

@@ -1,4 +1,5 @@
-// Test helpers for lost connections on the server engines (redis_fault_test.cc): a Redis
+// Test helpers for lost connections on the server engines (redis_fault_test.cc,
+// pg_fault_test.cc): a Redis
 // (appendfsync always) or PostgreSQL server of the test's own, started with scripts/services
 // in a directory beside the fixture's (FOLIO_SERVICES_DIR), killed as a crash would and started
 // again on its port with its data; and a workload that checks, across such crashes, that every
@@ -20,11 +21,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/test_seed.h"
 #include "meta/meta_conformance.h"
 #include "meta/test_services.h"
 
@@ -96,23 +100,58 @@ class OwnServer {
   std::map<std::string, std::string> vars_;
 };
 
-// Writers each run transactions i = 0, 1, ...: inode 1000+i and entry "t<w>-<i>" together,
-// and +1 on inode 2's size (a transaction applied twice would count twice). The server is
-// crashed twice while they run.
-inline void CrashMidWorkload(const std::string& kind) {
-  OwnServer server(kind);
+// Skips the test when the fixture of server `kind` ("redis", "pg") could not start a server
+// (not in CI as root); fails it when the fixture is missing in CI.
+#define FOLIO_SKIP_WITHOUT_SERVER(kind)                        \
+  do {                                                          \
+    const test::ServiceInfo env = test::ServiceEnv(kind);      \
+    if (!env.skip.empty()) GTEST_SKIP() << env.skip;            \
+    ASSERT_TRUE(env.error.empty()) << env.error;                \
+  } while (0)
+
+// Starts `server`, opens an engine on it (log lines dropped) and runs Init; its URL goes to
+// *url. nullptr (the test failed, saying why) when one of them fails.
+inline std::unique_ptr<MetaEngine> StartAndOpen(OwnServer& server, int64_t reconnect_timeout_ms,
+                                                std::string* url) {
   std::string why;
-  std::string url = server.Start(&why);
-  if (url.empty()) {
-    FAIL() << why;
+  *url = server.Start(&why);
+  if (url->empty()) {
+    ADD_FAILURE() << why;
+    return nullptr;
   }
   MetaOpenOptions options;
-  options.reconnect_timeout_ms = 60000;
+  options.reconnect_timeout_ms = reconnect_timeout_ms;
   options.log = [](std::string_view) {};
-  auto engine = OpenMetaEngine(url, options);
-  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-  ASSERT_TRUE((*engine)->Init(MetaEngine::InitMode::kCreate).ok());
-  ASSERT_TRUE((*engine)->Transact("setup", TxnMode::kWrite, [](Txn& t) {
+  auto engine = OpenMetaEngine(*url, options);
+  if (!engine.ok()) {
+    ADD_FAILURE() << engine.status().ToString();
+    return nullptr;
+  }
+  const Status init = (*engine)->Init(MetaEngine::InitMode::kCreate);
+  if (!init.ok()) {
+    ADD_FAILURE() << init.ToString();
+    return nullptr;
+  }
+  return std::move(*engine);
+}
+
+// Writers each run transactions i = 0, 1, ...: inode 1000+i and entry "t<w>-<i>" together,
+// and +1 on inode 2's size (a transaction applied twice would count twice). The server is
+// crashed twice while they run, at moments (and for downtimes) drawn from the test's seed
+// (FOLIO_SEED; printed).
+inline void CrashMidWorkload(const std::string& kind) {
+  const uint64_t seed = TestSeed();
+  FOLIO_SEED_TRACE(seed);
+  std::printf("%s: crash timing from %s\n", kind.c_str(), SeedTrace(seed).c_str());
+  std::mt19937_64 rng(seed);
+  auto some_ms = [&rng](int lo, int hi) {
+    return std::chrono::milliseconds(std::uniform_int_distribution<int>(lo, hi)(rng));
+  };
+  OwnServer server(kind);
+  std::string url;
+  std::unique_ptr<MetaEngine> engine = StartAndOpen(server, 60000, &url);
+  ASSERT_NE(engine, nullptr);
+  ASSERT_TRUE(engine->Transact("setup", TxnMode::kWrite, [](Txn& t) {
     Inode n = TestInode(2);
     n.size_bytes = 0;
     return t.PutInode(n);
@@ -127,7 +166,7 @@ inline void CrashMidWorkload(const std::string& kind) {
     writers.emplace_back([&, w] {
       for (int i = 0; !stop.load() && i < 100000; ++i) {
         const uint64_t ino = 1000 + static_cast<uint64_t>(w) * 100000 + i;
-        Status s = (*engine)->Transact("work", TxnMode::kWrite, [&](Txn& t) -> Status {
+        Status s = engine->Transact("work", TxnMode::kWrite, [&](Txn& t) -> Status {
           FOLIO_RETURN_IF_ERROR(t.PutInode(TestInode(ino)));
           FOLIO_RETURN_IF_ERROR(t.PutEntry(Entry{kRootInode, fmt::format("t{}-{}", w, i),
                                                  InodeId{ino}, FileType::kRegular}));
@@ -141,19 +180,22 @@ inline void CrashMidWorkload(const std::string& kind) {
           ok_txns[w].insert(i);
         } else {
           errors.fetch_add(1);
-          ADD_FAILURE() << "writer " << w << " txn " << i << ": " << s.ToString();
+          ADD_FAILURE() << "writer " << w << " txn " << i << ": " << s.ToString() << " ("
+                        << SeedTrace(seed) << ")";
         }
       }
     });
   }
   for (int crash = 0; crash < 2; ++crash) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(700));
-    ASSERT_TRUE(server.CrashAndRestart(std::chrono::milliseconds(500))) << "restart " << crash;
+    std::this_thread::sleep_for(some_ms(200, 1200));
+    ASSERT_TRUE(server.CrashAndRestart(some_ms(0, 800))) << "restart " << crash;
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(700));  // serving again
   stop = true;
   for (auto& t : writers) t.join();
   // A fresh engine, so nothing is answered from this process's state.
+  MetaOpenOptions options;
+  options.log = [](std::string_view) {};
   auto check = OpenMetaEngine(url, options);
   ASSERT_TRUE(check.ok()) << check.status().ToString();
   uint64_t present = 0;
@@ -181,6 +223,51 @@ inline void CrashMidWorkload(const std::string& kind) {
   testing::Test::RecordProperty("committed", static_cast<int>(committed));
   std::printf("%s: %zu transactions committed across 2 server crashes, %d failed\n", kind.c_str(),
               committed, errors.load());
+}
+
+// A server killed while an engine is open: a write, a read and an id allocation each fail
+// with one IOError line naming the server once reconnect_timeout_ms has passed, nothing
+// applied; the same engine (its pooled connections broken) serves again once the server is
+// back, with what was committed before the crash.
+inline void ServerStoppedThenBack(const std::string& kind) {
+  OwnServer server(kind);
+  std::string url;
+  std::unique_ptr<MetaEngine> engine = StartAndOpen(server, 300, &url);
+  ASSERT_NE(engine, nullptr);
+  auto put = [&](uint64_t ino) {
+    return engine->Transact("put", TxnMode::kWrite,
+                            [&](Txn& t) { return t.PutInode(TestInode(ino)); });
+  };
+  ASSERT_TRUE(put(10).ok());
+  ASSERT_TRUE(server.Kill());
+  const Status write = put(11);
+  ASSERT_EQ(write.code(), StatusCode::kIOError) << write.ToString();
+  Status read = engine->Transact("get", TxnMode::kRead, [](Txn& t) {
+    return t.GetInode(InodeId{10}).status();
+  });
+  ASSERT_EQ(read.code(), StatusCode::kIOError) << read.ToString();
+  auto ids = engine->AllocateIds(Counter::kNextInode, 1);
+  ASSERT_EQ(ids.status().code(), StatusCode::kIOError) << ids.status().ToString();
+  for (const Status& s : {write, read, ids.status()}) {
+    const std::string msg(s.message());
+    EXPECT_NE(msg.find(url.substr(0, url.rfind('/'))), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+  ASSERT_TRUE(server.Restart());
+  ASSERT_TRUE(put(12).ok());
+  bool have10 = false, have11 = true, have12 = false;
+  ASSERT_TRUE(engine->Transact("check", TxnMode::kRead, [&](Txn& t) -> Status {
+    FOLIO_ASSIGN_OR_RETURN(auto a, t.GetInode(InodeId{10}));
+    FOLIO_ASSIGN_OR_RETURN(auto b, t.GetInode(InodeId{11}));
+    FOLIO_ASSIGN_OR_RETURN(auto c, t.GetInode(InodeId{12}));
+    have10 = a.has_value();
+    have11 = b.has_value();
+    have12 = c.has_value();
+    return Status::OK();
+  }).ok());
+  EXPECT_TRUE(have10) << "committed before the crash (durable server settings)";
+  EXPECT_FALSE(have11) << "failed while the server was down, yet applied";
+  EXPECT_TRUE(have12);
 }
 
 }  // namespace folio::meta

@@ -1,11 +1,14 @@
 #include "meta/server_util.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <random>
 #include <set>
 #include <thread>
+
+#include "base/seed.h"
 
 namespace folio::meta {
 namespace {
@@ -17,6 +20,12 @@ void JitterBackoff(int attempt, int64_t base_us, int64_t cap_us) {
   const int64_t max = std::min(cap_us, base_us << std::min(attempt, 16));
   std::uniform_int_distribution<int64_t> dist(max / 2, std::max<int64_t>(max, 1));
   std::this_thread::sleep_for(std::chrono::microseconds(dist(rng)));
+}
+
+uint64_t NewConnectionId() {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t base = RandomSeed();
+  return base ^ (counter.fetch_add(1) + 1);
 }
 
 InFnGuard::InFnGuard(const void* engine) : prev_(tl_in_fn) { tl_in_fn = engine; }

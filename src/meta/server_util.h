@@ -1,6 +1,6 @@
 // Helpers shared by the server metadata engines (Redis, PostgreSQL): conflict / reconnect
-// backoff with jitter, the guard that catches Transact called from inside fn, and the open-time
-// log with once-per-process warnings.
+// backoff with jitter, the guard that catches Transact called from inside fn, connection ids
+// for commit markers, and the open-time log with once-per-process warnings.
 //
 // Thread safety: every function is thread-safe.
 #pragma once
@@ -30,6 +30,11 @@ class InFnGuard {
   const void* prev_;
 };
 bool InFnOf(const void* engine);
+
+// A connection id unique among every process's connections to one server (the key of a
+// connection's commit marker): a random 64-bit base per process (base/seed.h RandomSeed) xor a
+// counter.
+uint64_t NewConnectionId();
 
 // Writes line through options.log, or to stderr as "folio: <line>".
 void MetaLog(const MetaOpenOptions& options, std::string_view line);

@@ -70,7 +70,7 @@ TEST_F(SqliteEngineTest, BadUrlsAreClearErrors) {
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("synchronous 'off' must be full or normal"),
             std::string_view::npos);
-  EXPECT_EQ(MetaSchemes().size(), 2u);  // sqlite, redis
+  EXPECT_EQ(MetaSchemes().size(), 4u);  // sqlite, redis, postgres, postgresql
 }
 
 TEST_F(SqliteEngineTest, OpeningAMissingFileCreatesNothing) {

@@ -1,0 +1,110 @@
+// PgConn: one libpq connection of the PostgreSQL metadata engine, with its prepared statements
+// (prepared on first use, by SQL text) and the mapping of SQLSTATEs to what the engine does:
+//   40001 serialization failure, 40P01 deadlock, 23505 unique violation (a race between two
+//   inserts): a conflict, the transaction re-runs (conflict() is set);
+//   a lost connection: broken() is set, the engine replaces the connection;
+//   anything else: IOError "<url>: <statement>: <server message>".
+// Parameters and results use libpq's binary format: integers are int8 (every integer column
+// of the schema is BIGINT), names and blobs bytea, strings text.
+//
+// Thread safety: none; one thread at a time (the engine's pool).
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "folio/status.h"
+
+namespace folio::meta {
+
+// One statement parameter, binary.
+struct PgParam {
+  unsigned int type = 0;  // OID: 20 int8, 17 bytea, 25 text
+  std::string bytes;
+  static PgParam I(int64_t v);
+  static PgParam U(uint64_t v) { return I(static_cast<int64_t>(v)); }  // bit for bit
+  static PgParam B(std::string_view v) { return PgParam{17, std::string(v)}; }
+  static PgParam T(std::string_view v) { return PgParam{25, std::string(v)}; }
+};
+
+// The rows of a statement's result. Move-only.
+class PgRows {
+ public:
+  explicit PgRows(PGresult* r) : r_(r) {}
+  PgRows(PgRows&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
+  PgRows& operator=(PgRows&&) = delete;
+  ~PgRows() { PQclear(r_); }
+  int size() const { return PQntuples(r_); }
+  PGresult* raw() const { return r_; }
+  bool Null(int row, int col) const { return PQgetisnull(r_, row, col) != 0; }
+  int64_t Int(int row, int col) const;  // an int8 column
+  uint64_t U64(int row, int col) const { return static_cast<uint64_t>(Int(row, col)); }
+  std::string_view Bytes(int row, int col) const {
+    return std::string_view(PQgetvalue(r_, row, col), PQgetlength(r_, row, col));
+  }
+
+ private:
+  PGresult* r_;
+};
+
+class PgConn {
+ public:
+  // Connects and learns its Identity. Errors: IOError naming `display` (the URL without its
+  // password).
+  static Result<std::unique_ptr<PgConn>> Open(const std::string& conninfo,
+                                              const std::string& display);
+  ~PgConn() { PQfinish(conn_); }
+  PgConn(const PgConn&) = delete;
+  PgConn& operator=(const PgConn&) = delete;
+
+  // Runs a prepared statement (prepared on first use).
+  Result<PgRows> Exec(std::string_view sql, const std::vector<PgParam>& params = {});
+  // Runs SQL without parameters (BEGIN, COMMIT, DDL; several statements allowed); the rows of
+  // the last one, in text format.
+  Result<PgRows> Simple(std::string_view sql);
+
+  bool broken() const { return broken_; }
+  bool conflict() const { return conflict_; }
+  void clear_conflict() { conflict_ = false; }
+  // Whether the connection is idle outside a transaction.
+  bool idle() const { return PQtransactionStatus(conn_) == PQTRANS_IDLE; }
+  // Whether a statement failed inside the open transaction (it can only roll back).
+  bool in_error() const { return PQtransactionStatus(conn_) == PQTRANS_INERROR; }
+  const std::string& display() const { return display_; }
+
+  // Who this connection is, for a commit whose reply it lost (pg_engine.cc): its commit
+  // marker's key (txn_markers.conn, NewConnectionId) and its server process, whose pid and
+  // start time tell, from another connection, whether that process is still running.
+  struct Identity {
+    uint64_t id = 0;
+    int64_t backend_pid = 0;
+    std::string backend_start;  // pg_stat_activity.backend_start as text
+  };
+  const Identity& identity() const { return identity_; }
+  // The marker value of this connection's next write transaction: 1, 2, ...
+  uint64_t NextCommitSeq() { return ++commit_seq_; }
+
+ private:
+  PgConn(PGconn* c, std::string display) : conn_(c), display_(std::move(display)) {}
+  // OK for a result of status `want`; else the mapped error (sets conflict_ / broken_).
+  Status Check(PGresult* r, std::string_view sql);
+
+  PGconn* conn_;
+  std::string display_;
+  std::unordered_map<std::string, std::string> prepared_;  // SQL -> statement name
+  bool broken_ = false;
+  bool conflict_ = false;
+  Identity identity_;
+  uint64_t commit_seq_ = 0;
+};
+
+// The URL without its password (userinfo and password= parameter), for messages.
+std::string PgDisplayUrl(std::string_view url);
+
+}  // namespace folio::meta
