@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CACHE ?= 1G
 BENCH_ARGS ?=
 
-.PHONY: all deps release debug tsan run test test-debug test-tsan fuzz bench clean
+.PHONY: all deps release debug tsan run test test-debug test-tsan test-arm64 fuzz bench clean
 
 all: release
 
@@ -51,6 +51,11 @@ test-tsan: tsan
 
 fuzz: deps
 	scripts/run-fuzzers.sh
+
+# Folio as an aarch64 program: cross-compiled, every non-FUSE test under qemu-user, twice
+# (-cpu max and -cpu cortex-a53). Installs its own packages (scripts/install-deps.sh --arm64).
+test-arm64:
+	JOBS=$(JOBS) scripts/test-arm64.sh
 
 clean:
 	rm -rf build

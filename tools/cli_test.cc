@@ -6,10 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -104,6 +106,62 @@ TEST_F(CliTest, DoctorJsonHasTheExpectedKeys) {
   o = Run({"doctor", "--dir", dir_});
   EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.out.find("io_uring"), std::string::npos);
+  EXPECT_NE(o.out.find("Dispatch"), std::string::npos);
+}
+
+// doctor shows what each hot path chose; the FOLIO_* variables change it.
+TEST_F(CliTest, DoctorShowsTheDispatchAndTheVariablesChangeIt) {
+  auto row = [](const nlohmann::json& j, const std::string& path) {
+    for (const auto& r : j["dispatch"]) {
+      if (r["path"] == path) return r;
+    }
+    ADD_FAILURE() << "no dispatch row " << path;
+    return nlohmann::json::object();
+  };
+  Outcome o = Run({"doctor", "--json", "--dir", dir_});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  nlohmann::json crc = row(j, "crc32c");
+  EXPECT_EQ(crc["variable"], "FOLIO_CRC");
+  EXPECT_EQ(crc["request"], "auto");
+  EXPECT_NE(crc["detail"].get<std::string>().find("crc32_iscsi"), std::string::npos);
+  EXPECT_EQ(row(j, "copy into folios")["request"], "auto");
+  EXPECT_TRUE(row(j, "atomics").contains("chosen"));
+  EXPECT_TRUE(row(j, "false-sharing padding").contains("detail"));
+
+  o = Run({"doctor", "--json", "--dir", dir_}, {"FOLIO_CRC=sw", "FOLIO_COPY=glibc"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(row(j, "crc32c")["chosen"], "sw");
+  EXPECT_EQ(row(j, "crc32c")["request"], "sw");
+  EXPECT_EQ(row(j, "copy into folios")["chosen"], "glibc");
+  EXPECT_EQ(row(j, "copy out of folios")["chosen"], "glibc");
+}
+
+// An invalid FOLIO_* value stops any command at start: one line naming it, exit 2.
+TEST_F(CliTest, InvalidDispatchVariableIsOneLineExitTwo) {
+  for (const auto& [env, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"FOLIO_CRC=fast", "folio: FOLIO_CRC=fast: must be auto, hw or sw"},
+           {"FOLIO_COPY=turbo", "folio: FOLIO_COPY=turbo: must be auto, glibc"},
+           {"FOLIO_ATOMICS=tso", "folio: FOLIO_ATOMICS=tso: must be auto, lse or llsc"}}) {
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"doctor"}, std::vector<std::string>{"bench", "--help"}}) {
+      Outcome o = Run(args, {env});
+      SCOPED_TRACE(env + " folio " + args[0]);
+      EXPECT_EQ(o.exit_code, 2) << o.err;
+      EXPECT_EQ(o.out, "");
+      EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+      EXPECT_NE(o.err.find(needle), std::string::npos) << o.err;
+    }
+  }
+  // A kernel of the other ISA names what this CPU can run instead.
+#if defined(__x86_64__)
+  Outcome o = Run({"doctor"}, {"FOLIO_COPY=neon"});
+#else
+  Outcome o = Run({"doctor"}, {"FOLIO_COPY=avx2"});
+#endif
+  EXPECT_EQ(o.exit_code, 2) << o.err;
+  EXPECT_NE(o.err.find("cannot run that kernel; use auto, glibc"), std::string::npos) << o.err;
 }
 
 TEST_F(CliTest, TinyBenchRunsEveryEngine) {

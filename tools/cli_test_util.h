@@ -41,8 +41,10 @@ class CliTest : public ::testing::Test {
   }
   void TearDown() override { ASSERT_EQ(std::system(("rm -rf '" + dir_ + "'").c_str()), 0); }
 
-  // Runs the folio binary with args; stdout / stderr go through files (no pipe deadlock).
-  Outcome Run(const std::vector<std::string>& args) {
+  // Runs the folio binary with args (and `env`, NAME=VALUE entries set in the child only);
+  // stdout / stderr go through files (no pipe deadlock). A cross build runs the binary through
+  // its emulator (FOLIO_EMULATOR: cmake/qemu-aarch64.sh; "" natively).
+  Outcome Run(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
     const std::string out_path = dir_ + "/stdout", err_path = dir_ + "/stderr";
     pid_t pid = fork();
     if (pid == 0) {
@@ -50,10 +52,14 @@ class CliTest : public ::testing::Test {
       int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       dup2(out, 1);
       dup2(err, 2);
-      std::vector<char*> argv{const_cast<char*>(FOLIO_BINARY)};
+      for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
+      const std::string emulator = FOLIO_EMULATOR;
+      std::vector<char*> argv;
+      if (!emulator.empty()) argv.push_back(const_cast<char*>(emulator.c_str()));
+      argv.push_back(const_cast<char*>(FOLIO_BINARY));
       for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
-      execv(FOLIO_BINARY, argv.data());
+      execv(argv[0], argv.data());
       _exit(127);
     }
     int status = 0;

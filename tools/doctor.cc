@@ -9,7 +9,9 @@
 #include <memory>
 #include <string>
 
+#include "base/cache_line.h"
 #include "base/cpu_features.h"
+#include "base/dispatch.h"
 #include "base/units.h"
 #include "cli/cli.h"
 #include "cli/cli_util.h"
@@ -96,9 +98,30 @@ Json CpuJson() {
   Json features = Json::object();
   for (const auto& [name, present] : f.List()) features[name] = present;
   j["features"] = features;
+  if (f.arch == CpuArch::kArm64) {
+    j["sve_vector_bytes"] = f.sve_vector_bytes;
+    j["midr"] = f.arm_midr == 0 ? Json("absent") : Json(DescribeMidr(f.arm_midr));
+  }
   j["cache_line_bytes"] = f.cache_line_bytes;
   j["cache_line_source"] = f.cache_line_source;
+  j["false_sharing_padding_bytes"] = kFalseSharingBytes;
+  j["compiler_destructive_interference_bytes"] = CompilerDestructiveInterferenceBytes();
   return j;
+}
+
+// Which implementation each hot path runs (base/dispatch.h), and why.
+Json DispatchJson() {
+  Json rows = Json::array();
+  for (const DispatchRow& r : DescribeDispatch(ActiveDispatch(), CpuFeaturesOnce())) {
+    Json row{{"path", r.path}, {"chosen", r.chosen}, {"detail", r.detail}};
+    if (!r.variable.empty()) {
+      row["variable"] = r.variable;
+      row["request"] = r.request;
+      row["accepted"] = r.accepted;
+    }
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 Json DoctorJson(const DoctorArgs& args) {
@@ -113,6 +136,7 @@ Json DoctorJson(const DoctorArgs& args) {
   j["o_direct"]["dir"] = args.dir;
   j["fuse"] = ProbeResult(ProbeDevFuse(), "/dev/fuse opened read-write");
   j["cpu"] = CpuJson();
+  j["dispatch"] = DispatchJson();
   return j;
 }
 
@@ -157,8 +181,22 @@ void PrintTable(const Json& j) {
   const Json& cpu = j["cpu"];
   std::printf("\nCPU (%s)\n", cpu["arch"].get<std::string>().c_str());
   for (const auto& [name, v] : cpu["features"].items()) Row(name, Show(v));
+  if (cpu.contains("sve_vector_bytes") && cpu["sve_vector_bytes"].get<uint64_t>() > 0) {
+    Row("sve vector length", std::to_string(cpu["sve_vector_bytes"].get<uint64_t>()) + " bytes");
+  }
+  if (cpu.contains("midr")) Row("midr", Show(cpu["midr"]));
   Row("cache line", std::to_string(cpu["cache_line_bytes"].get<uint64_t>()) + " bytes (from " +
                         cpu["cache_line_source"].get<std::string>() + ")");
+  std::printf("\nDispatch (set with the FOLIO_* variables; see README)\n");
+  for (const Json& r : j["dispatch"]) {
+    std::string value = r["chosen"].get<std::string>();
+    if (r.contains("variable")) {
+      value += "  [" + r["variable"].get<std::string>() + "=" + r["request"].get<std::string>() +
+               "; " + r["accepted"].get<std::string>() + "]";
+    }
+    Row(r["path"].get<std::string>(), value);
+    Row("", r["detail"].get<std::string>());
+  }
 }
 
 int RunDoctor(const DoctorArgs& args) {
@@ -179,7 +217,8 @@ Command AddDoctorCommand(CLI::App& root) {
   auto args = std::make_shared<DoctorArgs>();
   CLI::App* sub = root.add_subcommand(
       "doctor", "Report what this machine offers for Folio: page size, THP and hugetlb, "
-                "io_uring, O_DIRECT, /dev/fuse, CPU features.");
+                "io_uring, O_DIRECT, /dev/fuse, CPU features and the implementation each "
+                "CPU-dependent hot path chose (FOLIO_CRC, FOLIO_COPY, FOLIO_ATOMICS).");
   sub->add_option("--dir", args->dir, "Directory in which to test O_DIRECT and io_uring")
       ->default_str("/tmp")
       ->type_name("DIR");

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -11,6 +12,7 @@
 #elif defined(__aarch64__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
+#include <sys/prctl.h>
 #endif
 
 namespace folio {
@@ -42,19 +44,50 @@ void DetectX86(CpuFeatures* f) {
   if (max_leaf < 7) return;
   __cpuid_count(7, 0, eax, ebx, ecx, edx);
   f->avx2 = f->os_avx && (ebx & bit_AVX2) != 0;
+  f->erms = (ebx & (1u << 9)) != 0;   // CPUID.7.0:EBX[9]
+  f->fsrm = (edx & (1u << 4)) != 0;  // CPUID.7.0:EDX[4]
+  f->vpclmulqdq = f->os_avx && (ecx & bit_VPCLMULQDQ) != 0;
   f->avx512f = f->os_avx512 && (ebx & bit_AVX512F) != 0;
   f->avx512bw = f->avx512f && (ebx & bit_AVX512BW) != 0;
   f->avx512vl = f->avx512f && (ebx & bit_AVX512VL) != 0;
+  // What ISA-L 2.30's crc_multibinary requires for its AVX-512 kernels (by16_10).
+  const unsigned icl_ebx = bit_AVX512F | bit_AVX512DQ | bit_AVX512CD | bit_AVX512BW |
+                           bit_AVX512VL;
+  const unsigned icl_ecx = bit_AVX512VBMI2 | bit_GFNI | bit_VAES | bit_VPCLMULQDQ |
+                           bit_AVX512VNNI | bit_AVX512BITALG | bit_AVX512VPOPCNTDQ;
+  f->avx512_icl = f->avx512f && f->avx2 && (ebx & icl_ebx) == icl_ebx &&
+                  (ecx & icl_ecx) == icl_ecx;
 }
 
 #elif defined(__aarch64__)
 
 void DetectArm64(CpuFeatures* f) {
   f->arch = CpuArch::kArm64;
-  unsigned long hwcap = getauxval(AT_HWCAP);
+  const unsigned long hwcap = getauxval(AT_HWCAP);
+  const unsigned long hwcap2 = getauxval(AT_HWCAP2);
   f->arm_crc32 = (hwcap & HWCAP_CRC32) != 0;
+  f->arm_pmull = (hwcap & HWCAP_PMULL) != 0;
   f->arm_lse = (hwcap & HWCAP_ATOMICS) != 0;
   f->arm_neon = (hwcap & HWCAP_ASIMD) != 0;
+  f->arm_sve = (hwcap & HWCAP_SVE) != 0;
+  f->arm_sve2 = f->arm_sve && (hwcap2 & HWCAP2_SVE2) != 0;
+  if (f->arm_sve) {
+    int vl = prctl(PR_SVE_GET_VL, 0, 0, 0, 0);
+    if (vl > 0) f->sve_vector_bytes = static_cast<size_t>(vl & PR_SVE_VL_LEN_MASK);
+  }
+  // With HWCAP_CPUID the kernel emulates EL0 reads of the ID registers.
+  if ((hwcap & HWCAP_CPUID) != 0) {
+    uint64_t midr = 0;
+    __asm__ __volatile__("mrs %0, MIDR_EL1" : "=r"(midr));
+    f->arm_midr = midr;
+  }
+}
+
+// CTR_EL0.DminLine: log2 of the smallest data cache line, in 4-byte words.
+size_t CtrEl0LineBytes() {
+  uint64_t ctr = 0;
+  __asm__ __volatile__("mrs %0, CTR_EL0" : "=r"(ctr));
+  return size_t{4} << ((ctr >> 16) & 0xf);
 }
 
 #endif
@@ -74,13 +107,39 @@ std::vector<std::pair<std::string, bool>> CpuFeatures::List() const {
   switch (arch) {
     case CpuArch::kX86_64:
       return {{"sse4.2-crc32", sse42}, {"pclmulqdq", pclmulqdq}, {"avx2", avx2},
-              {"avx512f", avx512f},    {"avx512bw", avx512bw},   {"avx512vl", avx512vl}};
+              {"avx512f", avx512f},    {"avx512bw", avx512bw},   {"avx512vl", avx512vl},
+              {"avx512-icl", avx512_icl}, {"vpclmulqdq", vpclmulqdq}, {"erms", erms},
+              {"fsrm", fsrm}};
     case CpuArch::kArm64:
-      return {{"crc32", arm_crc32}, {"lse-atomics", arm_lse}, {"neon", arm_neon}};
+      return {{"crc32", arm_crc32}, {"pmull", arm_pmull}, {"lse-atomics", arm_lse},
+              {"neon", arm_neon},   {"sve", arm_sve},     {"sve2", arm_sve2}};
     case CpuArch::kOther:
       break;
   }
   return {};
+}
+
+std::string DescribeMidr(uint64_t midr) {
+  if (midr == 0) return "";
+  const unsigned implementer = static_cast<unsigned>((midr >> 24) & 0xff);
+  const unsigned part = static_cast<unsigned>((midr >> 4) & 0xfff);
+  const char* name = nullptr;
+  if (implementer == 0x41) {  // Arm Ltd: the parts ISA-L's CRC dispatch names
+    switch (part) {
+      case 0xd03: name = "Cortex-A53"; break;
+      case 0xd07: name = "Cortex-A57"; break;
+      case 0xd08: name = "Cortex-A72"; break;
+      case 0xd0c: name = "Neoverse-N1"; break;
+      case 0xd40: name = "Neoverse-V1"; break;
+      case 0xd49: name = "Neoverse-N2"; break;
+      default: break;
+    }
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "0x%02x:0x%03x%s%s%s", implementer, part,
+                name != nullptr ? " (" : "", name != nullptr ? name : "",
+                name != nullptr ? ")" : "");
+  return buf;
 }
 
 size_t ParseCacheLineBytes(std::string_view text) {
@@ -104,10 +163,6 @@ size_t DetectCacheLineBytes(std::string* source) {
     if (source != nullptr) *source = from;
     return bytes;
   };
-#ifdef _SC_LEVEL1_DCACHE_LINESIZE
-  long v = sysconf(_SC_LEVEL1_DCACHE_LINESIZE);
-  if (v > 0 && (v & (v - 1)) == 0) return answer(static_cast<size_t>(v), "sysconf");
-#endif
   std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size");
   if (in) {
     std::stringstream ss;
@@ -115,7 +170,15 @@ size_t DetectCacheLineBytes(std::string* source) {
     size_t bytes = ParseCacheLineBytes(ss.str());
     if (bytes != 0) return answer(bytes, "sysfs");
   }
+#ifdef _SC_LEVEL1_DCACHE_LINESIZE
+  long v = sysconf(_SC_LEVEL1_DCACHE_LINESIZE);
+  if (v > 0 && (v & (v - 1)) == 0) return answer(static_cast<size_t>(v), "sysconf");
+#endif
+#if defined(__aarch64__)
+  return answer(CtrEl0LineBytes(), "ctr_el0");
+#else
   return answer(64, "default");
+#endif
 }
 
 CpuFeatures DetectCpuFeatures() {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -30,10 +31,43 @@ std::set<std::string> ProcCpuinfoFlags() {
   return flags;
 }
 
+#if defined(__aarch64__)
+// What qemu-user's CPU models offer (`make test-arm64` names the model in FOLIO_QEMU_CPU):
+// max is an ARMv8.x+ CPU with everything, cortex-a53 an ARMv8.0 one without LSE or SVE.
+void ExpectQemuModel(const CpuFeatures& f, const std::string& model) {
+  EXPECT_EQ(f.arch, CpuArch::kArm64);
+  EXPECT_TRUE(f.arm_neon);
+  EXPECT_TRUE(f.arm_crc32);
+  EXPECT_TRUE(f.arm_pmull);
+  if (model == "max") {
+    EXPECT_TRUE(f.arm_lse);
+    EXPECT_TRUE(f.arm_sve);
+    EXPECT_TRUE(f.arm_sve2);
+    EXPECT_GE(f.sve_vector_bytes, 16u);
+    EXPECT_EQ(f.sve_vector_bytes % 16, 0u);
+  } else if (model == "cortex-a53") {
+    EXPECT_FALSE(f.arm_lse);
+    EXPECT_FALSE(f.arm_sve);
+    EXPECT_EQ(f.sve_vector_bytes, 0u);
+    EXPECT_EQ(DescribeMidr(f.arm_midr), "0x41:0xd03 (Cortex-A53)");
+  } else {
+    ADD_FAILURE() << "FOLIO_QEMU_CPU=" << model << ": no expectations for this model";
+  }
+}
+#endif
+
 TEST(CpuFeaturesTest, AgreesWithProcCpuinfo) {
   std::set<std::string> flags = ProcCpuinfoFlags();
-  if (flags.empty()) GTEST_SKIP() << "/proc/cpuinfo has no flags line";
   CpuFeatures f = DetectCpuFeatures();
+#if defined(__aarch64__)
+  // qemu-user 7.2 shows the host's /proc/cpuinfo: compare with the emulated model instead.
+  const char* qemu_cpu = std::getenv("FOLIO_QEMU_CPU");
+  if (qemu_cpu != nullptr && flags.count("asimd") == 0) {
+    ExpectQemuModel(f, qemu_cpu);
+    return;
+  }
+#endif
+  if (flags.empty()) GTEST_SKIP() << "/proc/cpuinfo has no flags line";
 #if defined(__x86_64__)
   EXPECT_EQ(f.arch, CpuArch::kX86_64);
   EXPECT_EQ(f.sse42, flags.count("sse4_2") == 1);
@@ -42,6 +76,15 @@ TEST(CpuFeaturesTest, AgreesWithProcCpuinfo) {
   EXPECT_EQ(f.avx512f, flags.count("avx512f") == 1);
   EXPECT_EQ(f.avx512bw, flags.count("avx512bw") == 1);
   EXPECT_EQ(f.avx512vl, flags.count("avx512vl") == 1);
+  EXPECT_EQ(f.vpclmulqdq, flags.count("vpclmulqdq") == 1);
+  EXPECT_EQ(f.erms, flags.count("erms") == 1);
+  EXPECT_EQ(f.fsrm, flags.count("fsrm") == 1);
+  if (f.avx512_icl) {
+    for (const char* flag : {"avx512dq", "avx512cd", "avx512_vbmi2", "gfni", "vaes",
+                             "avx512_vnni", "avx512_bitalg", "avx512_vpopcntdq"}) {
+      EXPECT_EQ(flags.count(flag), 1u) << flag;
+    }
+  }
   // AVX-512 implies AVX2-capable OS state.
   if (f.avx512f) {
     EXPECT_TRUE(f.os_avx);
@@ -51,6 +94,9 @@ TEST(CpuFeaturesTest, AgreesWithProcCpuinfo) {
   EXPECT_EQ(f.arm_crc32, flags.count("crc32") == 1);
   EXPECT_EQ(f.arm_lse, flags.count("atomics") == 1);
   EXPECT_EQ(f.arm_neon, flags.count("asimd") == 1);
+  EXPECT_EQ(f.arm_pmull, flags.count("pmull") == 1);
+  EXPECT_EQ(f.arm_sve, flags.count("sve") == 1);
+  EXPECT_EQ(f.arm_sve2, flags.count("sve2") == 1);
 #endif
 }
 
@@ -58,15 +104,19 @@ TEST(CpuFeaturesTest, ListMatchesFields) {
   CpuFeatures f = DetectCpuFeatures();
   auto list = f.List();
 #if defined(__x86_64__)
-  ASSERT_EQ(list.size(), 6u);
+  ASSERT_EQ(list.size(), 10u);
   EXPECT_EQ(list[0].first, "sse4.2-crc32");
   EXPECT_EQ(list[0].second, f.sse42);
   EXPECT_EQ(list[2].first, "avx2");
   EXPECT_EQ(list[2].second, f.avx2);
+  EXPECT_EQ(list[6].first, "avx512-icl");
+  EXPECT_EQ(list[6].second, f.avx512_icl);
 #elif defined(__aarch64__)
-  ASSERT_EQ(list.size(), 3u);
-  EXPECT_EQ(list[1].first, "lse-atomics");
-  EXPECT_EQ(list[1].second, f.arm_lse);
+  ASSERT_EQ(list.size(), 6u);
+  EXPECT_EQ(list[2].first, "lse-atomics");
+  EXPECT_EQ(list[2].second, f.arm_lse);
+  EXPECT_EQ(list[4].first, "sve");
+  EXPECT_EQ(list[4].second, f.arm_sve);
 #endif
   EXPECT_EQ(&CpuFeaturesOnce(), &CpuFeaturesOnce());
   EXPECT_EQ(CpuFeaturesOnce().avx2, f.avx2);
@@ -78,9 +128,17 @@ TEST(CpuFeaturesTest, CacheLineIsAPowerOfTwoFromANamedSource) {
   EXPECT_GE(bytes, 16u);
   EXPECT_LE(bytes, 4096u);
   EXPECT_EQ(bytes & (bytes - 1), 0u);
-  EXPECT_TRUE(source == "sysconf" || source == "sysfs" || source == "default") << source;
-  long sc = sysconf(_SC_LEVEL1_DCACHE_LINESIZE);
-  if (sc > 0) {
+  EXPECT_TRUE(source == "sysconf" || source == "sysfs" || source == "ctr_el0" ||
+              source == "default")
+      << source;
+  // The kernel's sysfs answer comes first; sysconf only when sysfs has none.
+  std::ifstream sysfs("/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size");
+  std::stringstream text;
+  text << sysfs.rdbuf();
+  if (sysfs && ParseCacheLineBytes(text.str()) != 0) {
+    EXPECT_EQ(source, "sysfs");
+    EXPECT_EQ(bytes, ParseCacheLineBytes(text.str()));
+  } else if (long sc = sysconf(_SC_LEVEL1_DCACHE_LINESIZE); sc > 0) {
     EXPECT_EQ(source, "sysconf");
     EXPECT_EQ(bytes, static_cast<size_t>(sc));
   }
@@ -98,6 +156,13 @@ TEST(CpuFeaturesTest, ParseCacheLineBytes) {
   EXPECT_EQ(ParseCacheLineBytes("8192"), 0u);     // beyond any real line
   EXPECT_EQ(ParseCacheLineBytes("99999999999999999999999"), 0u);
   EXPECT_EQ(ParseCacheLineBytes("-64"), 0u);
+}
+
+TEST(CpuFeaturesTest, DescribeMidr) {
+  EXPECT_EQ(DescribeMidr(0), "");
+  EXPECT_EQ(DescribeMidr(0x410fd0c1), "0x41:0xd0c (Neoverse-N1)");
+  EXPECT_EQ(DescribeMidr(0x410fd034), "0x41:0xd03 (Cortex-A53)");
+  EXPECT_EQ(DescribeMidr(0x610f0220), "0x61:0x022");
 }
 
 }  // namespace

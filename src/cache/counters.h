@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "base/cache_line.h"
 #include "folio/arena.h"
 #include "folio/histogram.h"
 #include "folio/page_cache.h"
@@ -56,7 +57,7 @@ class CacheCounters {
 
  private:
   static constexpr int kShards = 16;
-  struct alignas(64) HitShard {
+  struct alignas(kFalseSharingBytes) HitShard {
     Counter hits[kNumOrders] = {};
     Counter readahead_hit_pages{0};
   };

@@ -6,12 +6,15 @@
 #include <mutex>
 #include <thread>
 
+#include "base/cache_line.h"
+#include "base/copy.h"
+#include "base/cpu_relax.h"
 #include "cache/lock_rank.h"
 
 namespace folio::cache {
 namespace {
 
-struct alignas(64) WaitBucket {
+struct alignas(kFalseSharingBytes) WaitBucket {
   std::mutex mu;
   std::condition_variable cv;
 };
@@ -21,14 +24,6 @@ WaitBucket wait_table[kWaitBuckets];
 
 WaitBucket& BucketOf(const Folio* f) {
   return wait_table[(reinterpret_cast<uintptr_t>(f) / sizeof(Folio)) % kWaitBuckets];
-}
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
 }
 
 std::atomic_ref<uint64_t> Seq(Folio* f) { return std::atomic_ref<uint64_t>(f->private_data); }
@@ -42,12 +37,17 @@ void RacyCopy(char* dst, const char* src, size_t n) {
     __atomic_store_n(dst + i, c, __ATOMIC_RELEASE);
   }
 }
+void RacyCopyIn(char* dst, const char* src, size_t n) { RacyCopy(dst, src, n); }
+void RacyCopyOut(char* dst, const char* src, size_t n) { RacyCopy(dst, src, n); }
 void RacyZero(char* dst, size_t n) {
   for (size_t i = 0; i < n; ++i) __atomic_store_n(dst + i, char{0}, __ATOMIC_RELEASE);
 }
 inline void SeqFence(std::memory_order) {}
 #else
-void RacyCopy(char* dst, const char* src, size_t n) { std::memcpy(dst, src, n); }
+// The dispatched copy kernels (base/copy.h, FOLIO_COPY); each completes like memcpy, so the
+// fences and the sequence's release store order it as they order memcpy.
+void RacyCopyIn(char* dst, const char* src, size_t n) { FolioCopyIn(dst, src, n); }
+void RacyCopyOut(char* dst, const char* src, size_t n) { FolioCopyOut(dst, src, n); }
 void RacyZero(char* dst, size_t n) { std::memset(dst, 0, n); }
 inline void SeqFence(std::memory_order order) { std::atomic_thread_fence(order); }
 #endif
@@ -99,7 +99,7 @@ void CopyFromFolio(Folio* f, const char* src, char* dst, size_t n) {
       Backoff(attempt);
       continue;
     }
-    RacyCopy(dst, src, n);
+    RacyCopyOut(dst, src, n);
     SeqFence(std::memory_order_acquire);
     if (seq.load(std::memory_order_relaxed) == s1) return;
   }
@@ -111,7 +111,7 @@ void CopyIntoFolio(Folio* f, char* dst, const char* src, size_t n) {
   seq.store(s + 1, std::memory_order_relaxed);
   SeqFence(std::memory_order_release);
   if (src != nullptr) {
-    RacyCopy(dst, src, n);
+    RacyCopyIn(dst, src, n);
   } else {
     RacyZero(dst, n);
   }

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "base/copy.h"
 #include "cache/address_space_impl.h"
 #include "cache/async_reader.h"
 #include "cache/cache_impl.h"
@@ -193,7 +194,7 @@ Result<uint64_t> AddressSpaceImpl::WriteNew(uint64_t pos, const char* src, uint6
     if (a < b) {
       char* dst = cache_->Data(f) + (a - fs);
       if (src != nullptr) {
-        std::memcpy(dst, src + (a - pos), b - a);
+        FolioCopyIn(dst, src + (a - pos), b - a);
       } else {
         std::memset(dst, 0, b - a);
       }

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cache_line.h"
 #include "folio/arena.h"
 #include "mem/buddy.h"
 #include "mem/spin_lock.h"
@@ -42,7 +43,7 @@ class ArenaCore;
 
 inline constexpr int kCachedOrders = FolioArena::kCachedOrderMax + 1;
 
-struct alignas(64) ThreadCache {
+struct alignas(kFalseSharingBytes) ThreadCache {
   struct Stack {
     Folio* top = nullptr;  // linked through Folio::next
     uint32_t count = 0;

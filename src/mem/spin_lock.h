@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "base/check.h"
+#include "base/cpu_relax.h"
 
 namespace folio::mem {
 
@@ -28,14 +29,6 @@ void LockOrderRelease(LockLevel level);
 inline void LockOrderAcquire(LockLevel) {}
 inline void LockOrderRelease(LockLevel) {}
 #endif
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
 
 class SpinLock {
  public:

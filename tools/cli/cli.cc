@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/dispatch.h"
 #include "cli/cli_util.h"
 
 namespace folio::cli {
@@ -29,6 +30,8 @@ std::string NamedSubcommand(const CLI::App& root, int argc, char** argv) {
 }  // namespace
 
 int RunCli(int argc, char** argv, const std::vector<CommandFactory>& factories) {
+  // The FOLIO_* implementation choices (base/dispatch.h) are made once, before anything runs.
+  if (Status s = InitDispatchFromEnvironment(); !s.ok()) return UsageError("folio", s.message());
   CLI::App root("Folio: a user-space storage stack built on dynamic folios "
                 "(power-of-two runs of 4 KiB pages, sized per access).",
                 "folio");

@@ -1,0 +1,12 @@
+#!/bin/sh
+# Runs an aarch64 Linux binary on this (x86-64) machine under qemu-user: the cross build's
+# CMAKE_CROSSCOMPILING_EMULATOR (ctest, test discovery) and the command that integration tests
+# put in front of the binaries they start. No binfmt registration is needed.
+#   FOLIO_QEMU_CPU   the CPU model to emulate (default: max = ARMv8.x with LSE, CRC32, SVE;
+#                    cortex-a53 = ARMv8.0 without LSE atomics or SVE)
+# The dynamic loader and every library come from Debian multiarch (libc6:arm64 and the -dev:arm64
+# packages' libraries in /lib/aarch64-linux-gnu), one consistent set: QEMU_LD_PREFIX is "/".
+# Not /usr/aarch64-linux-gnu: that cross-compiler loader (libc6-arm64-cross 2.36-8cross1) then
+# loads the multiarch libc.so.6 (2.36-9+deb12u14), and a mismatched pair hangs every fork child.
+export QEMU_LD_PREFIX=/
+exec qemu-aarch64 -cpu "${FOLIO_QEMU_CPU:-max}" "$@"

@@ -1,0 +1,141 @@
+#include "base/copy.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace folio {
+namespace {
+
+uint64_t Seed() {
+  if (const char* s = std::getenv("FOLIO_SEED")) return std::strtoull(s, nullptr, 0);
+  return std::random_device{}();
+}
+
+std::vector<CopyImpl> RunnableKernels() {
+  std::vector<CopyImpl> out;
+  for (CopyImpl impl : CopyImplsOfThisIsa()) {
+    if (CopyImplAvailable(impl, CpuFeaturesOnce())) out.push_back(impl);
+  }
+  return out;
+}
+
+// Source and destination pools big enough for every copy below (2 MiB + slack), 4 KiB aligned;
+// the source is filled with random bytes once.
+class Pools {
+ public:
+  static constexpr size_t kGuard = 64;
+  explicit Pools(std::mt19937_64& rng) : src_(kBytes + 4096), dst_(kBytes + 4096) {
+    for (size_t i = 0; i + 8 <= src_.size(); i += 8) {
+      const uint64_t v = rng();
+      std::memcpy(&src_[i], &v, 8);
+    }
+  }
+
+  // Copies n bytes from source offset s_off to destination offset d_off with `fn`, and checks
+  // every copied byte and kGuard untouched bytes on each side.
+  void Check(CopyFn fn, size_t n, size_t s_off, size_t d_off) {
+    unsigned char* d = Aligned(dst_) + kGuard + d_off;
+    const unsigned char* s = Aligned(src_) + kGuard + s_off;
+    std::memset(d - kGuard, 0xA5, n + 2 * kGuard);
+    fn(d, s, n);
+    EXPECT_EQ(std::memcmp(d, s, n), 0) << "copied bytes differ";
+    for (size_t i = 1; i <= kGuard; ++i) {
+      ASSERT_EQ(d[-static_cast<ptrdiff_t>(i)], 0xA5) << "wrote " << i << " bytes before dst";
+      ASSERT_EQ(d[n + i - 1], 0xA5) << "wrote " << i << " bytes past the end";
+    }
+  }
+
+ private:
+  static constexpr size_t kBytes = (2u << 20) + 4096;
+  static unsigned char* Aligned(std::vector<unsigned char>& v) {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(v.data());
+    return v.data() + ((4096 - (p & 4095)) & 4095);
+  }
+  std::vector<unsigned char> src_, dst_;
+};
+
+// Every kernel this CPU can run, at every length up to 300 and around the 32 / 64 / 4K / 64K
+// (non-temporal threshold) / 2M boundaries, with source and destination offsets that cover
+// every alignment class of a 64-byte vector.
+TEST(CopyTest, EveryKernelIsCorrectForEveryLengthAndAlignment) {
+  const uint64_t seed = Seed();
+  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  std::vector<size_t> lengths;
+  for (size_t n = 0; n <= 300; ++n) lengths.push_back(n);
+  for (size_t base : {size_t{4096}, size_t{65536}, size_t{1} << 20, size_t{2} << 20}) {
+    for (size_t delta : {1, 33, 64}) lengths.push_back(base - delta);
+    lengths.push_back(base);
+    if (base < (size_t{2} << 20)) lengths.push_back(base + 65);
+  }
+  Pools pools(rng);
+  for (CopyImpl impl : RunnableKernels()) {
+    const CopyFn fn = CopyImplFn(impl);
+    for (size_t n : lengths) {
+      // Short lengths: every offset pair class; long ones: a handful (they are slow to check).
+      const int pairs = n <= 300 ? 6 : 3;
+      for (int p = 0; p < pairs; ++p) {
+        const size_t s_off = p == 0 ? 0 : rng() % 64;
+        const size_t d_off = p == 0 ? 0 : p == 1 ? 1 : rng() % 64;
+        SCOPED_TRACE(std::string(CopyImplName(impl)) + " n=" + std::to_string(n) +
+                     " src+" + std::to_string(s_off) + " dst+" + std::to_string(d_off));
+        pools.Check(fn, n, s_off, d_off);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(CopyTest, NamesRoundTripAndOtherIsasAreNotAvailable) {
+  for (CopyImpl impl : {CopyImpl::kGlibc, CopyImpl::kAvx2, CopyImpl::kAvx2Nt,
+                        CopyImpl::kRepMovsb, CopyImpl::kNeon, CopyImpl::kSve}) {
+    EXPECT_EQ(ParseCopyImpl(CopyImplName(impl)), impl);
+  }
+  EXPECT_FALSE(ParseCopyImpl("fast").has_value());
+  CpuFeatures everything = CpuFeaturesOnce();
+  everything.avx2 = everything.arm_neon = everything.arm_sve = true;
+#if defined(__x86_64__)
+  EXPECT_FALSE(CopyImplAvailable(CopyImpl::kNeon, everything));
+  EXPECT_FALSE(CopyImplAvailable(CopyImpl::kSve, everything));
+  CpuFeatures no_avx2 = CpuFeaturesOnce();
+  no_avx2.avx2 = false;
+  EXPECT_FALSE(CopyImplAvailable(CopyImpl::kAvx2Nt, no_avx2));
+  EXPECT_EQ(AutoFolioCopyIn(no_avx2), CopyImpl::kGlibc);
+#elif defined(__aarch64__)
+  EXPECT_FALSE(CopyImplAvailable(CopyImpl::kAvx2, everything));
+  CpuFeatures no_sve = CpuFeaturesOnce();
+  no_sve.arm_sve = false;
+  EXPECT_FALSE(CopyImplAvailable(CopyImpl::kSve, no_sve));
+#endif
+  EXPECT_TRUE(CopyImplAvailable(CopyImpl::kGlibc, CpuFeatures{}));
+  EXPECT_TRUE(CopyImplAvailable(AutoFolioCopyIn(CpuFeaturesOnce()), CpuFeaturesOnce()));
+  EXPECT_TRUE(CopyImplAvailable(AutoFolioCopyOut(CpuFeaturesOnce()), CpuFeaturesOnce()));
+}
+
+// The dispatched entry points start on the auto choice and follow SetCopyImpls.
+TEST(CopyTest, FolioCopyFollowsTheDispatch) {
+  const CpuFeatures& f = CpuFeaturesOnce();
+  EXPECT_EQ(CurrentFolioCopyIn(), AutoFolioCopyIn(f));
+  EXPECT_EQ(CurrentFolioCopyOut(), AutoFolioCopyOut(f));
+  std::vector<char> a(256 * 1024 + 3), b(a.size()), c(a.size());
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<char>(i * 7);
+  for (CopyImpl impl : RunnableKernels()) {
+    SetCopyImpls(impl, impl);
+    EXPECT_EQ(CurrentFolioCopyIn(), impl);
+    EXPECT_EQ(CurrentFolioCopyOut(), impl);
+    std::fill(b.begin(), b.end(), 0);
+    std::fill(c.begin(), c.end(), 0);
+    FolioCopyIn(b.data() + 1, a.data() + 1, a.size() - 1);
+    FolioCopyOut(c.data() + 1, b.data() + 1, b.size() - 1);
+    EXPECT_EQ(0, std::memcmp(a.data() + 1, c.data() + 1, a.size() - 1)) << CopyImplName(impl);
+  }
+  SetCopyImpls(AutoFolioCopyIn(f), AutoFolioCopyOut(f));
+}
+
+}  // namespace
+}  // namespace folio
