@@ -2,9 +2,9 @@
 // threads (per-thread caches, sharded counters, wait-queue buckets) so that no two of them
 // share a cache line. A compile-time constant, because alignas needs one:
 //
-//   x86-64  64: the line is 64 bytes; the spatial (adjacent-line) prefetcher pairs lines into
-//           128-byte chunks, but cache_line_bench measured no false sharing across a 64-byte
-//           boundary on this machine (docs/cpu-dispatch.md has the numbers)
+//   x86-64  64: the line is 64 bytes. The spatial (adjacent-line) prefetcher pairs lines into
+//           128-byte chunks; base_bench's Atomics/stride:64 vs stride:128 measures whether that
+//           costs anything (inconclusive on the shared 2-vCPU VM so far: docs/cpu-dispatch.md)
 //   arm64   128: the largest line of the arm64 server and desktop cores Folio targets (Neoverse
 //           lines are 64, Apple's 128). GCC 12's std::hardware_destructive_interference_size
 //           is 256 for generic arm64 tuning (A64FX), varies with -mtune, and warns
