@@ -8,5 +8,9 @@
 # packages' libraries in /lib/aarch64-linux-gnu), one consistent set: QEMU_LD_PREFIX is "/".
 # Not /usr/aarch64-linux-gnu: that cross-compiler loader (libc6-arm64-cross 2.36-8cross1) then
 # loads the multiarch libc.so.6 (2.36-9+deb12u14), and a mismatched pair hangs every fork child.
+# GoogleTest's "threadsafe" death tests (src/base/death_test_util.h) re-exec the test binary,
+# which fails without binfmt (the child is an aarch64 binary that the x86-64 kernel cannot run:
+# "Exec format error"); the "fast" style forks without exec.
 export QEMU_LD_PREFIX=/
+export GTEST_DEATH_TEST_STYLE=fast
 exec qemu-aarch64 -cpu "${FOLIO_QEMU_CPU:-max}" "$@"

@@ -32,6 +32,9 @@ std::string EngineName(const ::testing::TestParamInfo<Engine>& info) {
 
 class DeviceTest : public ::testing::TestWithParam<Engine> {
  protected:
+  void SetUp() override {
+    if (GetParam() == Engine::kUring) FOLIO_SKIP_WITHOUT_IO_URING();
+  }
   std::unique_ptr<BlockDevice> Open(uint64_t size_bytes, uint32_t queue_depth = 32,
                                     uint64_t max_request_bytes = 1 << 20) {
     if (GetParam() == Engine::kMem) {

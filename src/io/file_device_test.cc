@@ -18,6 +18,9 @@ namespace {
 
 class FileDeviceTest : public ::testing::TestWithParam<FileEngine> {
  protected:
+  void SetUp() override {
+    if (GetParam() == FileEngine::kUring) FOLIO_SKIP_WITHOUT_IO_URING();
+  }
   FileDeviceOptions Options(uint64_t size_bytes = 0) const {
     FileDeviceOptions o;
     o.engine = GetParam();
@@ -204,6 +207,7 @@ TEST(FileEngineFallback, AutoFallsBackWithOneWarningLine) {
 // Single-segment requests whose buffer lies in a registered arena go out as read_fixed /
 // write_fixed; the registration also reaches a ring created before it.
 TEST(UringFixedBuffers, RegisteredArenaBuffersUseFixedSqes) {
+  FOLIO_SKIP_WITHOUT_IO_URING();
   ArenaOptions ao;
   ao.capacity_bytes = 8 << 20;
   ao.backing = ArenaBacking::k4k;

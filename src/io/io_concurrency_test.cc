@@ -118,6 +118,7 @@ void RunThreads(BlockDevice* dev, int threads, uint64_t per_thread_bytes, int ro
 }
 
 TEST(IoConcurrency, UringDeviceManyThreadsDisjointRanges) {
+  FOLIO_SKIP_WITHOUT_IO_URING();
   io_test::TempDir dir;
   FileDeviceOptions o;
   o.engine = FileEngine::kUring;
@@ -160,6 +161,7 @@ TEST(IoConcurrency, FaultDeviceSharedByThreads) {
 
 // Threads come and go while the device lives (their rings are torn down at thread exit).
 TEST(IoConcurrency, ShortLivedThreadsOnOneUringDevice) {
+  FOLIO_SKIP_WITHOUT_IO_URING();
   io_test::TempDir dir;
   FileDeviceOptions o;
   o.engine = FileEngine::kUring;

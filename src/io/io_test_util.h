@@ -1,4 +1,5 @@
-// Test helpers of the io layer: seeds, aligned buffers, temporary directories.
+// Test helpers of the io layer: seeds, aligned buffers, temporary directories, and the skip of
+// io_uring tests where there is no io_uring.
 //
 // Thread safety: the helpers are independent values; TempDir is owned by one test.
 #pragma once
@@ -6,8 +7,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -16,6 +19,7 @@
 #include "base/aligned_buffer.h"
 #include "base/test_seed.h"
 #include "folio/block_device.h"
+#include "io/file_device_impl.h"
 
 namespace folio::io_test {
 
@@ -52,5 +56,18 @@ inline ::testing::AssertionResult Drain(BlockDevice* dev) {
   }
   return ::testing::AssertionSuccess();
 }
+
+// Skips the calling test (use it in the test body or SetUp) when this system has no io_uring:
+// qemu-user implements none of its system calls (ENOSYS; `make test-arm64` runs under it), and a
+// kernel can refuse them (EPERM, kernel.io_uring_disabled). Any other probe result runs the
+// test, so an io_uring that exists but fails still fails the test. ctest lists the skips.
+#define FOLIO_SKIP_WITHOUT_IO_URING()                                                      \
+  do {                                                                                     \
+    if (const int folio_err = ::folio::io_internal::ProbeUring(8);                         \
+        folio_err == -ENOSYS || folio_err == -EPERM) {                                     \
+      GTEST_SKIP() << "io_uring is unavailable here (" << std::strerror(-folio_err)        \
+                   << "): the io_uring engine is not tested";                              \
+    }                                                                                      \
+  } while (0)
 
 }  // namespace folio::io_test

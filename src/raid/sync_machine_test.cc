@@ -6,6 +6,8 @@
 
 #include <vector>
 
+#include "base/death_test_util.h"
+
 namespace folio::raid {
 namespace {
 
@@ -113,7 +115,7 @@ TEST(SyncMachine, RebuildMovesOnlySlotsItCovers) {
 }
 
 TEST(SyncMachine, IllegalTransitionsAbort) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  UseThreadsafeDeathTests();
   EXPECT_DEATH(
       {
         SyncMachine m;
