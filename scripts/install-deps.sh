@@ -43,7 +43,7 @@ if [ "${arm64}" -eq 1 ]; then
   packages+=(
     g++-aarch64-linux-gnu qemu-user
     liburing-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64 libbenchmark-dev:arm64
-    libfmt-dev:arm64 libfuse3-dev:arm64 libsqlite3-dev:arm64
+    libfmt-dev:arm64 libfuse3-dev:arm64 libsqlite3-dev:arm64 libhiredis-dev:arm64
   )
   if ! dpkg --print-foreign-architectures | grep -qx arm64; then
     echo "folio: adding the arm64 architecture to dpkg (Debian multiarch)"
