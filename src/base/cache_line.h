@@ -31,7 +31,7 @@ inline constexpr size_t kFalseSharingBytes = 64;
 #endif
 
 // The compiler's std::hardware_destructive_interference_size (read in a .cc file, where GCC
-// does not warn about it).
+// does not warn about it); 0 when the compiler does not define it (clang 14).
 size_t CompilerDestructiveInterferenceBytes();
 
 }  // namespace folio

@@ -173,7 +173,11 @@ DispatchConfig ActiveDispatch() {
 }
 
 size_t CompilerDestructiveInterferenceBytes() {
+#ifdef __cpp_lib_hardware_interference_size
   return std::hardware_destructive_interference_size;
+#else
+  return 0;  // the compiler does not say (clang 14 with libstdc++, the fuzz build)
+#endif
 }
 
 std::vector<DispatchRow> DescribeDispatch(const DispatchConfig& c, const CpuFeatures& f) {
