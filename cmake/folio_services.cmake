@@ -1,4 +1,4 @@
-# Servers some tests need (Redis, PostgreSQL; later Ceph), as CTest fixtures. The first
+# Servers some tests need (Redis, PostgreSQL, Ceph), as CTest fixtures. The first
 # folio_add_test(... SERVICES NAME) defines, for that NAME, the test `service_NAME_up`
 # (FIXTURES_SETUP NAME: starts a throwaway server with scripts/services/NAME-up.sh before the
 # first test that needs it) and `service_NAME_down` (FIXTURES_CLEANUP: stops it after the last).

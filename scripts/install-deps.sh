@@ -15,10 +15,11 @@ packages=(
   libgtest-dev googletest libbenchmark-dev
   fio fuse3 libfuse3-dev
   libsqlite3-dev
-  # Shared metadata engines (issue 11) and the throwaway servers their tests start
-  # (scripts/services/): Redis 7, PostgreSQL 15.
+  # Shared metadata engines and block store (issue 11) and the throwaway servers their tests
+  # start (scripts/services/): Redis 7, PostgreSQL 15, Ceph 16 (librados).
   redis-server libhiredis-dev
   postgresql-15 libpq-dev
+  ceph-mon ceph-osd librados-dev
 )
 
 arm64=0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ctest-service.sh up|down NAME DIR -- the CTest fixture behind tests that need a server
 # (cmake/folio_services.cmake): NAME is a server with scripts NAME-up.sh / NAME-down.sh beside
-# this one (redis, pg); DIR holds its state and DIR/env.
+# this one (redis, pg, ceph); DIR holds its state and DIR/env.
 #
 # up:   starts NAME with NAME-up.sh DIR (the seconds it took go to DIR/up-seconds and the log).
 #       When it cannot be started: in CI (CI=true, as .ci/run sets) as root, the fixture fails,

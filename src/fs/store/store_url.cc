@@ -26,9 +26,15 @@ Result<StoreUrl> ParseStoreUrl(std::string_view url) {
     }
     return out;
   }
+  if (starts("rados:")) {
+    FOLIO_RETURN_IF_ERROR(ParseRadosUrl(url).status());
+    out.kind = StoreUrl::Kind::kRados;
+    out.target = std::string(url);
+    return out;
+  }
   return Status::InvalidArgument(fmt::format(
-      "store URL '{}': must be dir:PATH or dev:SPEC (e.g. dir:/var/lib/folio, "
-      "dev:raid:/d/m1,/d/m2,/d/m3)",
+      "store URL '{}': must be dir:PATH, dev:SPEC or rados:POOL[?conf=PATH] (e.g. "
+      "dir:/var/lib/folio, dev:raid:/d/m1,/d/m2,/d/m3, rados:folio)",
       url));
 }
 
@@ -49,6 +55,10 @@ Status FormatBlockStore(std::string_view url, std::string_view prefix,
                         const FormatOptions& format, const DeviceOpenFn& open_device) {
   FOLIO_ASSIGN_OR_RETURN(StoreUrl parsed, ParseStoreUrl(url));
   if (parsed.kind == StoreUrl::Kind::kDir) return FormatDirStore(parsed.target, prefix, format);
+  if (parsed.kind == StoreUrl::Kind::kRados) {
+    FOLIO_ASSIGN_OR_RETURN(RadosUrl rados, ParseRadosUrl(parsed.target));
+    return FormatRadosStore(rados, prefix, format);
+  }
   FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<BlockDevice> device, OpenFor(parsed, url, open_device));
   DevFormatOptions dev;
   dev.force = format.force;
@@ -61,6 +71,10 @@ Result<std::unique_ptr<BlockStore>> OpenBlockStore(std::string_view url,
                                                    const DeviceOpenFn& open_device) {
   FOLIO_ASSIGN_OR_RETURN(StoreUrl parsed, ParseStoreUrl(url));
   if (parsed.kind == StoreUrl::Kind::kDir) return OpenDirStore(parsed.target, options);
+  if (parsed.kind == StoreUrl::Kind::kRados) {
+    FOLIO_ASSIGN_OR_RETURN(RadosUrl rados, ParseRadosUrl(parsed.target));
+    return OpenRadosStore(rados, options);
+  }
   FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<BlockDevice> device, OpenFor(parsed, url, open_device));
   FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<DevStore> store,
                          OpenDevStore(std::move(device), std::string(url), options));

@@ -3,6 +3,7 @@
 //   dir:PATH    a directory tree (dir_store.h)
 //   dev:SPEC    a log-structured store on the Folio device SPEC (dev_store.h): file:PATH,
 //               mem:SIZE, raid:PATH,PATH,... as the CLI's device specs are written
+//   rados:POOL[?conf=PATH&user=NAME&timeout=SECONDS]   a Ceph RADOS pool (rados_store.h)
 //
 // The store library does not parse device specs: the caller passes a DeviceOpenFn that opens
 // one, so this layer depends on no tool code. The command line passes cli::DeviceOpener
@@ -20,6 +21,7 @@
 #include "fs/store/block_store.h"
 #include "fs/store/dev_store.h"
 #include "fs/store/dir_store.h"
+#include "fs/store/rados_store.h"
 
 namespace folio::store {
 
@@ -28,9 +30,9 @@ using DeviceOpenFn =
     std::function<Result<std::unique_ptr<BlockDevice>>(std::string_view device_spec)>;
 
 struct StoreUrl {
-  enum class Kind { kDir, kDev };
+  enum class Kind { kDir, kDev, kRados };
   Kind kind = Kind::kDir;
-  std::string target;  // dir: the path; dev: the device spec
+  std::string target;  // dir: the path; dev: the device spec; rados: the whole URL
 };
 
 // Errors: InvalidArgument naming the URL and the accepted forms.

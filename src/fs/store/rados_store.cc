@@ -1,0 +1,345 @@
+// rados: store: librados aio operations and their completions (see rados_store.h).
+#include "fs/store/rados_store.h"
+
+#include <fmt/format.h>
+#include <rados/librados.h>
+
+#include <charconv>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "fs/store/sector_codec.h"
+#include "io/device_util.h"
+
+namespace folio::store {
+namespace {
+
+constexpr const char* kFormat = "folio-rados-store";
+constexpr int kVersion = 1;
+
+thread_local const void* tls_completing = nullptr;  // the store whose completion runs here
+
+Status RadosError(int err, std::string_view what) {
+  return Status::IOError(fmt::format("{}: {}", what, std::strerror(-err)));
+}
+
+// A connected cluster handle and pool context. Move-only.
+struct Cluster {
+  rados_t cluster = nullptr;
+  rados_ioctx_t io = nullptr;
+  ~Cluster() {
+    if (io != nullptr) rados_ioctx_destroy(io);
+    if (cluster != nullptr) rados_shutdown(cluster);
+  }
+};
+
+std::string UrlText(const RadosUrl& u) { return "rados:" + u.pool; }
+
+Result<std::unique_ptr<Cluster>> Connect(const RadosUrl& u) {
+  auto c = std::make_unique<Cluster>();
+  const std::string url = UrlText(u);
+  int r = rados_create(&c->cluster, u.user.c_str());
+  if (r < 0) return RadosError(r, url + ": rados_create");
+  r = rados_conf_read_file(c->cluster, u.conf.c_str());
+  if (r < 0) {
+    return Status::InvalidArgument(fmt::format("{}: cannot read the cluster's conf file {}: {}",
+                                               url, u.conf, std::strerror(-r)));
+  }
+  const std::string t = std::to_string(u.timeout_s);
+  for (const char* opt : {"rados_osd_op_timeout", "rados_mon_op_timeout", "client_mount_timeout"}) {
+    rados_conf_set(c->cluster, opt, t.c_str());
+  }
+  r = rados_connect(c->cluster);
+  if (r < 0) {
+    return Status::IOError(fmt::format("{}: cannot connect to the Ceph cluster of {} as "
+                                       "client.{}: {} (are its monitors running?)",
+                                       url, u.conf, u.user, std::strerror(-r)));
+  }
+  r = rados_ioctx_create(c->cluster, u.pool.c_str(), &c->io);
+  if (r == -ENOENT) {
+    return Status::NotFound(fmt::format("{}: pool '{}' does not exist (ceph osd pool create {})",
+                                        url, u.pool, u.pool));
+  }
+  if (r < 0) return RadosError(r, url + ": opening pool " + u.pool);
+  return c;
+}
+
+std::string DescriptorName(std::string_view prefix) { return std::string(prefix) + "/store.json"; }
+
+Status CheckDescriptor(Cluster& c, const RadosUrl& u, std::string_view prefix) {
+  const std::string name = DescriptorName(prefix);
+  std::string buf(4096, '\0');
+  const int r = rados_read(c.io, name.c_str(), buf.data(), buf.size(), 0);
+  if (r == -ENOENT) {
+    return Status::NotFound(fmt::format("{}: no Folio store of volume '{}' in pool {} ({} is "
+                                        "missing; format the volume first)",
+                                        UrlText(u), prefix, u.pool, name));
+  }
+  if (r < 0) return RadosError(r, UrlText(u) + ": reading " + name);
+  buf.resize(r);
+  auto j = nlohmann::json::parse(buf, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("format", "") != kFormat ||
+      j.value("prefix", "") != prefix) {
+    return Status::Corruption(
+        fmt::format("{}: {} is not a Folio RADOS store descriptor", UrlText(u), name));
+  }
+  if (j.value("version", 0) > kVersion) {
+    return Status::NotSupported(fmt::format(
+        "{}: {} has store version {}, newer than this build reads ({}); use a newer folio",
+        UrlText(u), name, j.value("version", 0), kVersion));
+  }
+  return Status::OK();
+}
+
+// Names of the pool's objects under prefix/ (store.json included).
+Status ListNames(Cluster& c, std::string_view prefix, std::vector<std::string>* out) {
+  rados_list_ctx_t ctx;
+  int r = rados_nobjects_list_open(c.io, &ctx);
+  if (r < 0) return RadosError(r, "rados list");
+  const std::string want = std::string(prefix) + "/";
+  for (;;) {
+    const char* entry = nullptr;
+    size_t entry_size = 0;
+    r = rados_nobjects_list_next2(ctx, &entry, nullptr, nullptr, &entry_size, nullptr, nullptr);
+    if (r == -ENOENT) break;
+    if (r < 0) {
+      rados_nobjects_list_close(ctx);
+      return RadosError(r, "rados list");
+    }
+    std::string_view name(entry, entry_size);
+    if (name.starts_with(want)) out->emplace_back(name);
+  }
+  rados_nobjects_list_close(ctx);
+  return Status::OK();
+}
+
+class RadosStore final : public BlockStore {
+ public:
+  RadosStore(RadosUrl url, StoreOptions options, std::unique_ptr<Cluster> cluster)
+      : url_(std::move(url)), options_(std::move(options)), c_(std::move(cluster)) {}
+  ~RadosStore() override { Close(); }
+
+  std::string url() const override { return UrlText(url_); }
+  std::string prefix() const override { return options_.prefix; }
+  std::string ObjectPath(const ObjectKey& key) const override {
+    return ObjectName(options_.prefix, key);
+  }
+  void Submit(std::span<StoreRequest* const> batch) override;
+  void Close() override;
+  StoreStatsSnapshot stats() const override { return stats_.Snapshot(); }
+
+ private:
+  // One operation in flight: the request and the buffer librados reads into or writes from.
+  struct Op {
+    RadosStore* store;
+    StoreRequest* req;
+    std::string name;
+    std::vector<char> buf;
+    EncodedRange range;
+    rados_completion_t completion = nullptr;
+  };
+
+  static void OnComplete(rados_completion_t c, void* arg);
+  void Start(StoreRequest* req);
+  void Finish(Op* op, int ret);
+  Status FinishGet(Op* op, int ret);
+  void RunList(StoreRequest* req);
+  void Done(StoreRequest* req, Status s);
+
+  const RadosUrl url_;
+  const StoreOptions options_;
+  std::unique_ptr<Cluster> c_;
+  StoreStats stats_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;  // room in flight, or all done
+  uint32_t in_flight_ = 0;      // GUARDED_BY(mu_)
+  bool closing_ = false;        // GUARDED_BY(mu_)
+};
+
+void RadosStore::Submit(std::span<StoreRequest* const> batch) {
+  const bool from_completion = tls_completing == this;
+  for (StoreRequest* req : batch) {
+    req->submit_ns = MonotonicNowNs();
+    stats_.RecordStart();
+    Status valid = ValidateRequest(*req);
+    if (!valid.ok()) {
+      CompleteRequest(&stats_, req, std::move(valid), MonotonicNowNs());
+      continue;
+    }
+    {
+      std::unique_lock lock(mu_);
+      if (!from_completion) {
+        cv_.wait(lock, [&] { return closing_ || in_flight_ < options_.queue_depth_max; });
+      }
+      if (closing_) {
+        lock.unlock();
+        CompleteRequest(&stats_, req, Status::IOError(url() + ": store is closed"),
+                        MonotonicNowNs());
+        continue;
+      }
+      ++in_flight_;
+    }
+    Start(req);
+  }
+}
+
+void RadosStore::Start(StoreRequest* req) {
+  if (req->op == StoreOp::kList) {
+    std::thread([this, req] { RunList(req); }).detach();
+    return;
+  }
+  auto* op = new Op{this, req, ObjectName(options_.prefix, req->key), {}, {}, nullptr};
+  rados_aio_create_completion2(op, &RadosStore::OnComplete, &op->completion);
+  int r = 0;
+  switch (req->op) {
+    case StoreOp::kPut: {
+      op->buf.resize(EncodedBytes(req->key.bytes));
+      EncodeObject(ObjectSeed(req->key, 0), req->data, req->key.bytes, op->buf.data());
+      r = rados_aio_write_full(c_->io, op->name.c_str(), op->completion, op->buf.data(),
+                               op->buf.size());
+      break;
+    }
+    case StoreOp::kGet:
+      op->range = EncodedRangeFor(req->key.bytes, req->offset, req->length);
+      op->buf.resize(op->range.length);
+      r = rados_aio_read(c_->io, op->name.c_str(), op->completion, op->buf.data(),
+                         op->buf.size(), op->range.offset);
+      break;
+    case StoreOp::kDelete:
+      r = rados_aio_remove(c_->io, op->name.c_str(), op->completion);
+      break;
+    case StoreOp::kList:
+      break;
+  }
+  if (r < 0) {  // not queued: no callback will come
+    rados_aio_release(op->completion);
+    StoreRequest* failed = op->req;
+    const std::string name = op->name;
+    delete op;
+    Done(failed, RadosError(r, url() + ": " + name));
+  }
+}
+
+void RadosStore::OnComplete(rados_completion_t c, void* arg) {
+  auto* op = static_cast<Op*>(arg);
+  const int ret = rados_aio_get_return_value(c);
+  op->store->Finish(op, ret);
+}
+
+void RadosStore::Finish(Op* op, int ret) {
+  const void* prev = tls_completing;
+  tls_completing = this;
+  Status s;
+  if (op->req->op == StoreOp::kGet) {
+    s = FinishGet(op, ret);
+  } else if (ret == -ENOENT) {
+    s = Status::NotFound(fmt::format("{}: {} not in the store", url(), op->name));
+  } else if (ret < 0) {
+    s = RadosError(ret, url() + ": " + op->name);
+  } else if (op->req->op == StoreOp::kPut) {
+    stats_.RecordStoredWrite(op->buf.size());
+  }
+  StoreRequest* req = op->req;
+  rados_aio_release(op->completion);
+  delete op;
+  Done(req, std::move(s));
+  tls_completing = prev;
+}
+
+Status RadosStore::FinishGet(Op* op, int ret) {
+  StoreRequest* req = op->req;
+  if (ret == -ENOENT) return Status::NotFound(fmt::format("{}: {} not in the store", url(), op->name));
+  if (ret < 0) return RadosError(ret, url() + ": reading " + op->name);
+  stats_.RecordStoredRead(static_cast<uint64_t>(ret));
+  if (static_cast<uint64_t>(ret) != op->range.length) {
+    stats_.RecordChecksumFailure();
+    Status s = Status::Corruption(fmt::format(
+        "{}: {}: object is truncated (ends before byte {} of its encoding, {} expected); "
+        "restore it or let fsck drop the files using it",
+        url(), op->name, op->range.offset + ret, EncodedBytes(req->key.bytes)));
+    StoreLog(options_.log, s.message());
+    return s;
+  }
+  SectorMismatch mismatch;
+  if (!DecodeRange(ObjectSeed(req->key, 0), req->key.bytes, op->buf.data(), req->offset,
+                   req->length, req->buf, &mismatch)) {
+    stats_.RecordChecksumFailure();
+    Status s = SectorCorruption(url() + ": " + op->name, mismatch);
+    StoreLog(options_.log, s.message());
+    return s;
+  }
+  return Status::OK();
+}
+
+void RadosStore::RunList(StoreRequest* req) {
+  std::vector<std::string> names;
+  Status s = ListNames(*c_, options_.prefix, &names);
+  if (s.ok()) {
+    for (const std::string& n : names) {
+      Result<ObjectKey> key = ParseObjectName(std::string_view(n).substr(options_.prefix.size() + 1));
+      if (key.ok() && key->kind == req->list_kind) {
+        req->list_out->push_back(ObjectInfo{*key, EncodedBytes(key->bytes)});
+      }
+    }
+  }
+  Done(req, std::move(s));
+}
+
+void RadosStore::Done(StoreRequest* req, Status s) {
+  CompleteRequest(&stats_, req, std::move(s), MonotonicNowNs());
+  std::lock_guard lock(mu_);
+  --in_flight_;
+  cv_.notify_all();
+}
+
+void RadosStore::Close() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return in_flight_ == 0; });
+  closing_ = true;
+  cv_.notify_all();
+}
+
+}  // namespace
+
+Status FormatRadosStore(const RadosUrl& url, std::string_view prefix, const FormatOptions& format) {
+  FOLIO_RETURN_IF_ERROR(ValidatePrefix(prefix));
+  FOLIO_ASSIGN_OR_RETURN(auto c, Connect(url));
+  Status exists = CheckDescriptor(*c, url, prefix);
+  if (exists.ok() || exists.code() != StatusCode::kNotFound) {
+    if (!format.force) {
+      return Status::Exists(fmt::format(
+          "{} already holds the Folio store of volume '{}'; formatting again (forced) deletes "
+          "its objects",
+          UrlText(url), prefix));
+    }
+    std::vector<std::string> names;
+    FOLIO_RETURN_IF_ERROR(ListNames(*c, prefix, &names));
+    for (const std::string& n : names) {
+      const int r = rados_remove(c->io, n.c_str());
+      if (r < 0 && r != -ENOENT) return RadosError(r, UrlText(url) + ": removing " + n);
+    }
+  }
+  const std::string text = nlohmann::json{{"format", kFormat},
+                                          {"version", kVersion},
+                                          {"prefix", std::string(prefix)}}
+                               .dump();
+  const int r = rados_write_full(c->io, DescriptorName(prefix).c_str(), text.data(), text.size());
+  if (r < 0) return RadosError(r, UrlText(url) + ": writing " + DescriptorName(prefix));
+  return Status::OK();
+}
+
+Result<std::unique_ptr<BlockStore>> OpenRadosStore(const RadosUrl& url,
+                                                   const StoreOptions& options) {
+  FOLIO_RETURN_IF_ERROR(ValidatePrefix(options.prefix));
+  FOLIO_ASSIGN_OR_RETURN(auto c, Connect(url));
+  FOLIO_RETURN_IF_ERROR(CheckDescriptor(*c, url, options.prefix));
+  return std::unique_ptr<BlockStore>(new RadosStore(url, options, std::move(c)));
+}
+
+}  // namespace folio::store
