@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "folio/status.h"
 
@@ -160,6 +161,23 @@ class FolioArena {
   // nobody else relies on f->order meanwhile (the page cache freezes the folio first).
   // Context: takes the arena lock; never blocks on I/O.
   Folio* Split(Folio* f);
+
+  // ---- Compaction: building a free aligned block for a large folio (the page cache's
+  // compaction moves the block's occupants away; see src/cache/compaction.cc) ----
+  // Lists the allocated folio heads inside the aligned block [first_frame, +2^order) and counts
+  // its free frames, in one consistent look. Returns false when the block cannot be compacted:
+  // one folio (or one free block) holds all of it, or a per-thread cache holds part of it.
+  // REQUIRES: first_frame a multiple of 2^order inside the arena.
+  bool ScanBlock(uint32_t first_frame, int order, std::vector<Folio*>* allocated,
+                 uint32_t* free_pages) const;
+  // Takes every free block inside the block off the free lists so nobody else can allocate
+  // it; each is appended to *pieces allocated, refcount 0, owned by the caller (give it back
+  // with Free, or use it in AssembleBlock). Splits a larger free block holding the range.
+  void TakeFreeIn(uint32_t first_frame, int order, std::vector<Folio*>* pieces);
+  // Merges *pieces (allocated folios with refcount 0 that the caller owns, in any order) into
+  // one folio of `order` at first_frame, initialised as Alloc initialises one (refcount 1), and
+  // clears *pieces. Returns null (changing nothing) when they do not tile the block exactly.
+  Folio* AssembleBlock(uint32_t first_frame, int order, std::vector<Folio*>* pieces);
 
   char* Data(const Folio* f) const { return base_ + (static_cast<size_t>(f->frame) << kPageShift); }
   // Descriptor of the frame holding addr (not necessarily a folio head).

@@ -86,6 +86,18 @@ struct FolioPolicy {
 
 enum class Advice { kNormal, kSequential, kRandom, kWillNeed, kDontNeed, kCollapse };
 
+// What the cache does when a large folio cannot be had even after reclaim (the arena is
+// fragmented): compaction picks a 2^order-aligned block of the arena whose folios can move and
+//   kMigrate  copies them into free memory elsewhere and repoints the index at the copies
+//             (clean and dirty alike; a clean one is dropped when no free memory is left)
+//   kEvict    drops them (clean ones only: their data is on the device)
+//   kOff      does neither: the request falls back to a smaller folio at once
+// then serves the request with the freed block. See docs/compaction.md.
+enum class CompactionMode { kOff, kEvict, kMigrate };
+std::string_view CompactionModeName(CompactionMode m);  // "off", "evict", "migrate"
+// Parses "off", "evict", "migrate"; the error names the value and the choices.
+Result<CompactionMode> ParseCompactionMode(std::string_view text);
+
 struct PageCacheOptions {
   uint64_t memory_bytes = 256ull << 20;  // the arena's capacity (all folios of this cache)
   ArenaBacking backing = ArenaBacking::kAuto;
@@ -94,6 +106,9 @@ struct PageCacheOptions {
   uint64_t readahead_max_bytes = 2ull << 20;  // largest readahead window
   bool collapse_scanner = true;          // background collapse of small clean folios
   uint64_t collapse_interval_ms = 1000;  // how often the collapse scanner runs
+  // Freeing aligned blocks of the arena for large folios that fragmentation would otherwise
+  // turn into fallbacks (CompactionMode); bounded per attempt, never waits for I/O.
+  CompactionMode compaction = CompactionMode::kMigrate;
 
   // Writeback, named after the kernel's vm.dirty_* sysctls (docs/page-cache.md sets the
   // defaults beside the kernel's). Ratios are percent of memory_bytes; a non-zero *_bytes
@@ -125,8 +140,11 @@ Status CheckWritebackOptions(const PageCacheOptions& options);
 struct CacheOrderStats {
   uint64_t resident_folios = 0;
   uint64_t resident_bytes = 0;
+  uint64_t requests = 0;    // folios of this order asked for by reads and writes (not
+                            // collapse) that got a folio, of this order or a smaller one
   uint64_t allocs = 0;      // folios of this order added to the cache
   uint64_t fallbacks = 0;   // wanted this order, arena could not serve it
+  uint64_t compacted = 0;   // requests of this order served by a block compaction freed
   uint64_t splits = 0;      // folios of this order split into buddies
   uint64_t collapses = 0;   // folios of this order built by collapse
   uint64_t hits = 0;        // lookups served by a resident folio of this order
@@ -157,6 +175,16 @@ struct PageCacheStats {
   uint64_t write_pages_not_read = 0;    // pages of new folios a write neither covered nor read
   uint64_t fill_read_requests = 0;      // device reads for partly written or unread pages
   uint64_t partial_read_fills = 0;      // reads that read the missing pages of a folio
+  // Compaction (PageCacheOptions::compaction): allocations of order >= 1 that tried it, and
+  // those it served; aligned blocks looked at; folios and bytes it copied elsewhere
+  // (migrated: the bytes moved) or dropped (evicted, also counted in evictions).
+  uint64_t compact_attempts = 0;
+  uint64_t compact_successes = 0;
+  uint64_t compact_blocks_scanned = 0;
+  uint64_t compact_migrated_folios = 0;
+  uint64_t compact_migrated_bytes = 0;
+  uint64_t compact_evicted_folios = 0;
+  uint64_t compact_evicted_bytes = 0;
   uint64_t memory_bytes = 0;
 };
 

@@ -85,6 +85,14 @@ class AddressSpaceImpl final : public AddressSpace {
   // Removes a clean folio that reclaim froze (refcount 0) from the index.
   // REQUIRES: mu_ held; f frozen, clean, in this index.
   void RemoveFrozenLocked(Folio* f);
+  // Compaction (compaction.cc): if f is still in this index, unlocked, not under writeback,
+  // without errors and held only by the index, freezes it and moves it into dst (a fresh folio
+  // of the same order: data, page bits, flags; dst replaces f in the index and on the LRU), or
+  // with dst == nullptr removes it (clean only). Then f is out of the index and off the LRU,
+  // frozen (refcount 0) with its flags cleared, and its frames belong to the caller. Returns
+  // false, changing nothing, when f is busy or gone.
+  // REQUIRES: this address space pinned by the caller; no lock held.
+  bool MoveForCompaction(Folio* f, Folio* dst);
   // Writes back every dirty folio in [first, last) (pages), after any pending zero ranges.
   // Returns the first error of this pass (also recorded as the sticky error).
   Status WritebackRange(uint64_t first, uint64_t last);

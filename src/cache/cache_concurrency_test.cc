@@ -5,12 +5,14 @@
 // Disjoint regions: each thread keeps a private reference of its region and checks every read
 // byte for byte. Overlapping regions: writers write whole 4K-aligned blocks filled with one tag
 // byte, announcing the tag in a per-block set before writing; readers check that every block
-// they read is uniform and holds an announced tag (or the initial zero).
+// they read is uniform and holds an announced tag (or the initial zero). Compaction (on, as by
+// default) migrates folios under all of them, which the test asserts happened.
 #include <gtest/gtest.h>
 
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -239,6 +241,13 @@ void RunConcurrent(const char* policy0, const char* policy1, int threads) {
   PageCacheStats s = fx.cache->Stats();
   EXPECT_LE(s.resident_bytes, 4 * kMiB);
   EXPECT_GT(s.evictions, 0u);
+  // Compaction moved folios under the lock-free readers and the writers.
+  std::printf("compaction: %llu blocks, %llu folios migrated, %llu evicted\n",
+              static_cast<unsigned long long>(s.compact_successes),
+              static_cast<unsigned long long>(s.compact_migrated_folios),
+              static_cast<unsigned long long>(s.compact_evicted_folios));
+  EXPECT_GT(s.compact_successes, 0u);
+  EXPECT_GT(s.compact_migrated_folios, 0u);
 }
 
 TEST(CacheConcurrencyTest, DynamicAndFourKSharingASmallCache) { RunConcurrent("dynamic", "4k", 4); }

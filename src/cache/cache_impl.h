@@ -90,6 +90,9 @@ class PageCacheImpl final : public PageCache {
   void LruAddAfter(Folio* after, Folio* f);
   // Removes f from the LRU if it is on it. Context: takes lru_mu_.
   void LruRemove(Folio* f);
+  // Puts f where old is on the LRU (at the hot end if old is not on it) and unlinks old.
+  // REQUIRES: f not on the LRU. Context: takes lru_mu_.
+  void LruReplace(Folio* old, Folio* f);
 
   // ---- flusher.cc: the writeback policy ----
   // Adds (or with a negative delta removes) dirty bytes; above the background threshold, kicks
@@ -120,6 +123,21 @@ class PageCacheImpl final : public PageCache {
   // Writes back up to target_bytes of dirty folios from the cold end of the LRU.
   size_t WritebackCold(size_t target_bytes);
 
+  // ---- compaction.cc ----
+  // Frees one 2^order-aligned block of the arena by moving (or evicting) the folios in it and
+  // returns it as a folio of `order` (refcount 1), or null. Bounded; never waits for I/O.
+  // REQUIRES: order >= 1, compaction on, no lock of rank >= kWriteback held.
+  Folio* CompactForOrder(int order);
+  // Pages the occupants of a block occupy, or ~0u when one of them cannot move now.
+  uint32_t BlockCost(const std::vector<Folio*>& occupants) const;
+  // The cheapest block of `order` within the scan budget: *first and its occupants.
+  bool SelectBlock(int order, uint32_t* first, std::vector<Folio*>* occupants);
+  // A folio of `order` outside the block at first (copies into the block become pieces).
+  Folio* AllocOutside(int order, uint32_t first, int block_order, std::vector<Folio*>* pieces);
+  // Moves f out of the block (migrate, or evict when there is no room or in kEvict) and adds
+  // its frames to *pieces. False when f is busy or gone.
+  bool MoveOut(Folio* f, uint32_t first, int block_order, std::vector<Folio*>* pieces);
+
   // The registered address spaces, each pinned (Unpin each when done).
   std::vector<AddressSpaceImpl*> PinAll();
   void WritebackThread();
@@ -141,6 +159,7 @@ class PageCacheImpl final : public PageCache {
 
   std::mutex lru_mu_;
   LruList lru_;  // GUARDED_BY(lru_mu_)
+  std::atomic<uint32_t> compact_cursor_{0};  // frame where the next block selection starts
 
   std::mutex registry_mu_;
   std::vector<AddressSpaceImpl*> spaces_;  // GUARDED_BY(registry_mu_)

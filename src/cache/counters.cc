@@ -23,7 +23,9 @@ void CacheCounters::Snapshot(PageCacheStats* out) const {
     s.resident_folios = load(resident[o]);
     s.resident_bytes = s.resident_folios * OrderBytes(o);
     s.allocs = load(allocs[o]);
+    s.requests = load(requests[o]);
     s.fallbacks = load(fallbacks[o]);
+    s.compacted = load(compacted[o]);
     s.splits = load(splits[o]);
     s.collapses = load(collapses[o]);
     s.misses = load(misses[o]);
@@ -51,6 +53,13 @@ void CacheCounters::Snapshot(PageCacheStats* out) const {
   out->write_pages_not_read = load(write_pages_not_read);
   out->fill_read_requests = load(fill_read_requests);
   out->partial_read_fills = load(partial_read_fills);
+  out->compact_attempts = load(compact_attempts);
+  out->compact_successes = load(compact_successes);
+  out->compact_blocks_scanned = load(compact_blocks_scanned);
+  out->compact_migrated_folios = load(compact_migrated_folios);
+  out->compact_migrated_bytes = load(compact_migrated_bytes);
+  out->compact_evicted_folios = load(compact_evicted_folios);
+  out->compact_evicted_bytes = load(compact_evicted_bytes);
 }
 
 }  // namespace folio::cache

@@ -30,7 +30,9 @@ class CacheCounters {
   // Per order.
   Counter resident[kNumOrders] = {};
   Counter allocs[kNumOrders] = {};
+  Counter requests[kNumOrders] = {};
   Counter fallbacks[kNumOrders] = {};
+  Counter compacted[kNumOrders] = {};
   Counter splits[kNumOrders] = {};
   Counter collapses[kNumOrders] = {};
   Counter misses[kNumOrders] = {};
@@ -50,6 +52,13 @@ class CacheCounters {
   Counter fill_read_requests{0};
   Counter partial_read_fills{0};
   Counter dirty_bytes{0};
+  Counter compact_attempts{0};
+  Counter compact_successes{0};
+  Counter compact_blocks_scanned{0};
+  Counter compact_migrated_folios{0};
+  Counter compact_migrated_bytes{0};
+  Counter compact_evicted_folios{0};
+  Counter compact_evicted_bytes{0};
   Histogram writeback_request_bytes;
 
   // Fills everything but memory_bytes.

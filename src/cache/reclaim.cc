@@ -28,31 +28,40 @@ constexpr uint64_t kAllocPatienceNs = 20ull * 1000000000ull;
 
 Result<Folio*> PageCacheImpl::AllocFolio(int order, int min_order, AllocMode mode) {
   if (mode != AllocMode::kNoReclaim) RankAssertNoneFrom(LockRank::kWriteback);
-  Result<Folio*> r = arena_->Alloc(order);
-  if (r.ok()) return r;
-  const size_t target = std::max<size_t>(OrderBytes(order), memory_bytes() / 64);
-  auto fallback = [&](int got) {
+  // Reads' and writes' requests (not collapse's) are counted once they got a folio.
+  auto served = [&](int got) {
+    if (mode != AllocMode::kNoReclaim) CacheCounters::Add(counters_.requests[order]);
     if (got < order) {
       arena_->NoteFallback(order);
       CacheCounters::Add(counters_.fallbacks[order]);
     }
   };
+  Result<Folio*> r = arena_->Alloc(order);
+  if (r.ok()) {
+    served(order);
+    return r;
+  }
+  const size_t target = std::max<size_t>(OrderBytes(order), memory_bytes() / 64);
   if (mode != AllocMode::kNoReclaim) {
     Reclaim(target, mode);
-    for (int o = order; o >= min_order; --o) {
-      r = arena_->Alloc(o);
-      if (r.ok()) {
-        fallback(o);
-        return r;
+    r = arena_->Alloc(order);
+    if (r.ok()) {
+      served(order);
+      return r;
+    }
+    // Free memory is there but in pieces: build the block instead of falling back.
+    if (order >= 1 && options_.compaction != CompactionMode::kOff) {
+      if (Folio* f = CompactForOrder(order)) {
+        served(order);
+        return f;
       }
     }
-  } else {
-    for (int o = order - 1; o >= min_order; --o) {
-      r = arena_->Alloc(o);
-      if (r.ok()) {
-        fallback(o);
-        return r;
-      }
+  }
+  for (int o = order - 1; o >= min_order; --o) {
+    r = arena_->Alloc(o);
+    if (r.ok()) {
+      served(o);
+      return r;
     }
   }
   if (mode != AllocMode::kMayReclaim) return r.status();
@@ -64,7 +73,7 @@ Result<Folio*> PageCacheImpl::AllocFolio(int order, int min_order, AllocMode mod
     Reclaim(target, AllocMode::kMayReclaim);
     r = arena_->Alloc(min_order);
     if (r.ok()) {
-      fallback(min_order);
+      served(min_order);
       return r;
     }
     if (SystemClock().NowNs() > deadline_ns) {

@@ -40,6 +40,13 @@ Json CacheJson(const PageCacheStats& s) {
   j["writeback_requests"] = s.writeback_requests;
   j["writeback_bytes"] = s.writeback_bytes;
   j["writeback_request_bytes"] = HistogramJson(s.writeback_request_bytes);
+  j["compaction"] = Json{{"attempts", s.compact_attempts},
+                         {"successes", s.compact_successes},
+                         {"blocks_scanned", s.compact_blocks_scanned},
+                         {"migrated_folios", s.compact_migrated_folios},
+                         {"migrated_bytes", s.compact_migrated_bytes},
+                         {"evicted_folios", s.compact_evicted_folios},
+                         {"evicted_bytes", s.compact_evicted_bytes}};
   Json orders = Json::array();
   for (int o = 0; o < kNumOrders; ++o) {
     const CacheOrderStats& c = s.orders[o];
@@ -47,8 +54,10 @@ Json CacheJson(const PageCacheStats& s) {
                           {"folio_bytes", uint64_t{4096} << o},
                           {"resident_folios", c.resident_folios},
                           {"resident_bytes", c.resident_bytes},
+                          {"requests", c.requests},
                           {"allocs", c.allocs},
                           {"fallbacks", c.fallbacks},
+                          {"compacted", c.compacted},
                           {"splits", c.splits},
                           {"collapses", c.collapses},
                           {"hits", c.hits},

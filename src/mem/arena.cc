@@ -3,6 +3,8 @@
 // every Free and formats errors for users.
 #include "folio/arena.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "base/check.h"
@@ -69,14 +71,10 @@ Result<std::unique_ptr<FolioArena>> FolioArena::Create(const ArenaOptions& optio
 
 FolioArena::~FolioArena() = default;
 
-Result<Folio*> FolioArena::Alloc(int order) {
-  FOLIO_CHECK_MSG(order >= 0 && order <= kMaxOrder, "FolioArena::Alloc: order out of 0..9");
-  Folio* f = impl_->core->Alloc(order);
-  if (f == nullptr) [[unlikely]] {
-    return Status::NoSpace(fmt::format(
-        "arena: no free folio of order {} ({}); {}; use a smaller order or a larger arena",
-        order, FormatSize(OrderBytes(order)), impl_->core->DescribeFree()));
-  }
+namespace {
+
+// Fresh user fields of a newly allocated head; refcount 1 last.
+void InitAllocated(Folio* f) {
   f->flags.store(0, std::memory_order_relaxed);
   f->owner.store(nullptr, std::memory_order_relaxed);
   f->index.store(0, std::memory_order_relaxed);
@@ -86,6 +84,55 @@ Result<Folio*> FolioArena::Alloc(int order) {
   f->alloc_aux = 0;
   // Last, with release: a lock-free reader whose TryGet succeeds sees the fields above.
   f->refcount.store(1, std::memory_order_release);
+}
+
+}  // namespace
+
+Result<Folio*> FolioArena::Alloc(int order) {
+  FOLIO_CHECK_MSG(order >= 0 && order <= kMaxOrder, "FolioArena::Alloc: order out of 0..9");
+  Folio* f = impl_->core->Alloc(order);
+  if (f == nullptr) [[unlikely]] {
+    return Status::NoSpace(fmt::format(
+        "arena: no free folio of order {} ({}); {}; use a smaller order or a larger arena",
+        order, FormatSize(OrderBytes(order)), impl_->core->DescribeFree()));
+  }
+  InitAllocated(f);
+  return f;
+}
+
+bool FolioArena::ScanBlock(uint32_t first_frame, int order, std::vector<Folio*>* allocated,
+                           uint32_t* free_pages) const {
+  FOLIO_CHECK(order >= 0 && order <= kMaxOrder && first_frame % OrderPages(order) == 0 &&
+              first_frame < frame_count_);
+  return impl_->core->ScanBlock(first_frame, order, allocated, free_pages);
+}
+
+void FolioArena::TakeFreeIn(uint32_t first_frame, int order, std::vector<Folio*>* pieces) {
+  FOLIO_CHECK(order >= 0 && order <= kMaxOrder && first_frame % OrderPages(order) == 0 &&
+              first_frame < frame_count_);
+  const size_t before = pieces->size();
+  impl_->core->TakeFreeIn(first_frame, order, pieces);
+  for (size_t i = before; i < pieces->size(); ++i) {
+    Folio* p = (*pieces)[i];
+    p->owner.store(nullptr, std::memory_order_relaxed);
+    p->refcount.store(0, std::memory_order_release);
+  }
+}
+
+Folio* FolioArena::AssembleBlock(uint32_t first_frame, int order, std::vector<Folio*>* pieces) {
+  FOLIO_CHECK(order >= 0 && order <= kMaxOrder && first_frame % OrderPages(order) == 0 &&
+              first_frame < frame_count_);
+  for (const Folio* p : *pieces) {
+    FOLIO_CHECK_MSG(p >= descs_ && p < descs_ + frame_count_ &&
+                        p->refcount.load(std::memory_order_acquire) == 0,
+                    "FolioArena::AssembleBlock: a piece with references or from elsewhere");
+  }
+  std::sort(pieces->begin(), pieces->end(),
+            [](const Folio* a, const Folio* b) { return a->frame < b->frame; });
+  if (!impl_->core->Assemble(first_frame, order, *pieces)) return nullptr;
+  pieces->clear();
+  Folio* f = &descs_[first_frame];
+  InitAllocated(f);
   return f;
 }
 

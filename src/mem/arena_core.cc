@@ -234,6 +234,50 @@ void ArenaCore::DrainThreadCaches() {
   }
 }
 
+bool ArenaCore::ScanBlock(uint32_t first, int order, std::vector<Folio*>* allocated,
+                          uint32_t* free_pages) const {
+  allocated->clear();
+  *free_pages = 0;
+  const uint32_t pages = static_cast<uint32_t>(OrderPages(order));
+  OrderedLock b(buddy_mu_, LockLevel::kBuddy);
+  // One block (free or not) holding the whole range has its head at first rounded down.
+  for (int o = order; o <= kMaxOrder; ++o) {
+    const Folio* head = &descs_[first & ~static_cast<uint32_t>(OrderPages(o) - 1)];
+    if (LoadState(head) != kStateTail && head->order >= o) return false;
+  }
+  for (uint32_t f = first; f < first + pages;) {
+    Folio* head = &descs_[f];
+    const uint8_t state = LoadState(head);
+    FOLIO_CHECK_MSG(state != kStateTail, "arena: a tail frame where a block should start");
+    const uint32_t n = static_cast<uint32_t>(OrderPages(head->order));
+    if (state == kStateCached) return false;  // a thread cache holds part of it
+    if (state == kStateFree) {
+      *free_pages += n;
+    } else {
+      allocated->push_back(head);
+    }
+    f += n;
+  }
+  return true;
+}
+
+void ArenaCore::TakeFreeIn(uint32_t first, int order, std::vector<Folio*>* out) {
+  OrderedLock b(buddy_mu_, LockLevel::kBuddy);
+  const size_t before = out->size();
+  if (!buddy_.TakeFreeIn(first, order, out)) return;
+  for (size_t i = before; i < out->size(); ++i) ++allocs_[(*out)[i]->order];
+}
+
+bool ArenaCore::Assemble(uint32_t first, int order, std::span<Folio* const> pieces) {
+  OrderedLock b(buddy_mu_, LockLevel::kBuddy);
+  uint64_t orders[kNumOrders] = {};
+  for (const Folio* p : pieces) ++orders[std::min<int>(p->order, kMaxOrder)];
+  if (!buddy_.Assemble(first, order, pieces)) return false;
+  for (int o = 0; o < kNumOrders; ++o) frees_[o] += orders[o];
+  ++allocs_[order];
+  return true;
+}
+
 std::string ArenaCore::DescribeFree() const {
   OrderedLock b(buddy_mu_, LockLevel::kBuddy);
   uint64_t free_bytes = 0;

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,11 @@ class ArenaCore {
   Folio* Split(Folio* head);
   // Returns every thread cache's blocks to the buddy lists.
   void DrainThreadCaches();
+  // Compaction (see FolioArena::ScanBlock / TakeFreeIn / AssembleBlock), under the buddy lock.
+  bool ScanBlock(uint32_t first, int order, std::vector<Folio*>* allocated,
+                 uint32_t* free_pages) const;
+  void TakeFreeIn(uint32_t first, int order, std::vector<Folio*>* out);
+  bool Assemble(uint32_t first, int order, std::span<Folio* const> pieces);
   // "1.2M free of 16M, largest free folio order 3 (32K)".
   std::string DescribeFree() const;
 

@@ -87,6 +87,73 @@ void BuddyAllocator::Free(Folio* head) {
   Push(merged, order);
 }
 
+bool BuddyAllocator::TakeFreeIn(uint32_t first, int order, std::vector<Folio*>* out) {
+  const uint32_t pages = static_cast<uint32_t>(OrderPages(order));
+  FOLIO_CHECK(first % pages == 0 && first + pages <= frame_count_);
+  // A block of order >= `order` holding the range has its head at first rounded down to it.
+  for (int o = order; o <= kMaxOrder; ++o) {
+    const uint32_t h = first & ~static_cast<uint32_t>(OrderPages(o) - 1);
+    Folio* head = &descs_[h];
+    const uint8_t state = LoadState(head);
+    if (state == kStateTail || head->order < o) continue;
+    if (state != kStateFree) return false;  // one block in use holds the whole range
+    // A free block covers the range: split it down to the range.
+    o = head->order;
+    Remove(head, o);
+    uint32_t cur = h;
+    while (o > order) {
+      ++splits_[o];
+      --o;
+      const uint32_t half = static_cast<uint32_t>(OrderPages(o));
+      Folio* lower = &descs_[cur];
+      Folio* upper = &descs_[cur + half];
+      Folio* keep = first >= cur + half ? upper : lower;
+      Folio* other = keep == lower ? upper : lower;
+      other->order = static_cast<uint8_t>(o);
+      StoreState(other, kStateFree);
+      Push(other, o);
+      cur = keep->frame;
+    }
+    Folio* block = &descs_[cur];
+    block->order = static_cast<uint8_t>(order);
+    StoreState(block, kStateAllocated);
+    out->push_back(block);
+    return true;
+  }
+  // The range is made of smaller blocks: take the free ones.
+  for (uint32_t f = first; f < first + pages;) {
+    Folio* head = &descs_[f];
+    const uint8_t state = LoadState(head);
+    FOLIO_CHECK_MSG(state != kStateTail, "buddy: a tail frame where a block should start");
+    const int o = head->order;
+    if (state == kStateFree) {
+      Remove(head, o);
+      StoreState(head, kStateAllocated);
+      out->push_back(head);
+    }
+    f += static_cast<uint32_t>(OrderPages(o));
+  }
+  return true;
+}
+
+bool BuddyAllocator::Assemble(uint32_t first, int order, std::span<Folio* const> pieces) {
+  const uint32_t end = first + static_cast<uint32_t>(OrderPages(order));
+  uint32_t cur = first;
+  for (const Folio* p : pieces) {
+    if (p->frame != cur || LoadState(p) != kStateAllocated || p->order > order) return false;
+    cur += static_cast<uint32_t>(OrderPages(p->order));
+    if (cur > end) return false;
+  }
+  if (cur != end) return false;
+  for (Folio* p : pieces) {
+    if (p->frame == first) continue;
+    StoreState(p, kStateTail);
+    p->order = 0;
+  }
+  descs_[first].order = static_cast<uint8_t>(order);
+  return true;
+}
+
 int BuddyAllocator::LargestFreeOrder() const {
   if (nonempty_mask_ == 0) return -1;
   return 31 - std::countl_zero(nonempty_mask_);

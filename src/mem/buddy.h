@@ -20,6 +20,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "folio/arena.h"
 
@@ -54,6 +56,18 @@ class BuddyAllocator {
   // Returns the block headed by `head` (state allocated or cached, order in head->order) to
   // the free lists, merging it with free buddies.
   void Free(Folio* head);
+
+  // Compaction (FolioArena::TakeFreeIn / AssembleBlock). Takes every free block inside the
+  // aligned range [first, first + 2^order) off the free lists, marks it allocated and appends
+  // it to *out; a larger free block holding the range is split so that exactly the range is
+  // taken. Blocks in the range that are allocated or cached stay where they are. Returns false
+  // (taking nothing) when one allocated or cached block holds the whole range.
+  // REQUIRES: first a multiple of 2^order.
+  bool TakeFreeIn(uint32_t first, int order, std::vector<Folio*>* out);
+  // Merges allocated blocks that tile [first, first + 2^order) exactly into one allocated
+  // block of `order` headed by descs[first]. Returns false (changing nothing) when `pieces`
+  // (sorted by frame) are not allocated heads tiling the range.
+  bool Assemble(uint32_t first, int order, std::span<Folio* const> pieces);
 
   uint64_t free_count(int order) const { return counts_[order]; }
   uint64_t splits(int order) const { return splits_[order]; }

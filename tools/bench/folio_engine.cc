@@ -379,8 +379,10 @@ PageCacheStats DiffCacheStats(const PageCacheStats& after, const PageCacheStats&
   for (int o = 0; o < kNumOrders; ++o) {
     CacheOrderStats& x = d.orders[o];
     const CacheOrderStats& b = before.orders[o];
+    x.requests -= b.requests;
     x.allocs -= b.allocs;
     x.fallbacks -= b.fallbacks;
+    x.compacted -= b.compacted;
     x.splits -= b.splits;
     x.collapses -= b.collapses;
     x.hits -= b.hits;
@@ -400,6 +402,13 @@ PageCacheStats DiffCacheStats(const PageCacheStats& after, const PageCacheStats&
   d.writeback_expired_passes -= before.writeback_expired_passes;
   d.writeback_background_chunks -= before.writeback_background_chunks;
   d.fill_read_requests -= before.fill_read_requests;
+  d.compact_attempts -= before.compact_attempts;
+  d.compact_successes -= before.compact_successes;
+  d.compact_blocks_scanned -= before.compact_blocks_scanned;
+  d.compact_migrated_folios -= before.compact_migrated_folios;
+  d.compact_migrated_bytes -= before.compact_migrated_bytes;
+  d.compact_evicted_folios -= before.compact_evicted_folios;
+  d.compact_evicted_bytes -= before.compact_evicted_bytes;
   HistogramSnapshot& h = d.writeback_request_bytes;
   for (int i = 0; i < HistogramSnapshot::kBuckets; ++i) {
     h.counts[i] -= before.writeback_request_bytes.counts[i];

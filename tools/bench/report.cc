@@ -129,6 +129,11 @@ std::string FolioLine(const RunResult& r) {
     }
     s += ", fallbacks " + FormatCount(fallbacks) + ", evictions " +
          FormatCount(f.cache.evictions);
+    if (f.cache.compact_attempts != 0) {
+      s += ", compaction " + FormatCount(f.cache.compact_successes) + "/" +
+           FormatCount(f.cache.compact_attempts) + " (" +
+           FormatSize(f.cache.compact_migrated_bytes) + " moved)";
+    }
     if (f.cache.writeback_waits != 0) {
       s += ", writeback waits " + FormatCount(f.cache.writeback_waits);
     }
@@ -175,8 +180,9 @@ Json FolioJson(const FolioRunStats& f) {
       const CacheOrderStats& s = c.orders[o];
       orders.push_back({{"order", o}, {"folio_bytes", OrderBytes(o)},
                         {"resident_folios", s.resident_folios},
-                        {"resident_bytes", s.resident_bytes}, {"allocs", s.allocs},
-                        {"fallbacks", s.fallbacks}, {"splits", s.splits},
+                        {"resident_bytes", s.resident_bytes}, {"requests", s.requests},
+                        {"allocs", s.allocs}, {"fallbacks", s.fallbacks},
+                        {"compacted", s.compacted}, {"splits", s.splits},
                         {"collapses", s.collapses}, {"hits", s.hits}, {"misses", s.misses},
                         {"evictions", s.evictions}});
     }
@@ -193,7 +199,11 @@ Json FolioJson(const FolioRunStats& f) {
                   {"writeback_waits", c.writeback_waits},
                   {"writeback_expired_passes", c.writeback_expired_passes},
                   {"writeback_background_chunks", c.writeback_background_chunks},
-                  {"fill_read_requests", c.fill_read_requests}};
+                  {"fill_read_requests", c.fill_read_requests},
+                  {"compact_attempts", c.compact_attempts},
+                  {"compact_successes", c.compact_successes},
+                  {"compact_migrated_bytes", c.compact_migrated_bytes},
+                  {"compact_evicted_bytes", c.compact_evicted_bytes}};
   }
   const DeviceStatsSnapshot& d = f.device;
   j["device"] = {{"read_requests", d.read_requests}, {"read_bytes", d.read_bytes},

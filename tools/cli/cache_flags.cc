@@ -84,9 +84,23 @@ void AddCacheWritebackFlags(CLI::App* app, CacheWritebackFlags* flags) {
                               "second (default {}; vm.dirty_writeback_centisecs)",
                               d.dirty_writeback_ms / 10))
       ->type_name("N");
+  app->add_option("--compaction", flags->compaction,
+                  fmt::format("When the arena is too fragmented for a large folio: migrate the "
+                              "folios of one aligned block elsewhere, evict its clean ones, or "
+                              "off (fall back to smaller folios) (default {})",
+                              CompactionModeName(d.compaction)))
+      ->type_name("migrate|evict|off");
 }
 
 Status ApplyCacheWritebackFlags(const CacheWritebackFlags& flags, PageCacheOptions* options) {
+  if (!flags.compaction.empty()) {
+    Result<CompactionMode> mode = ParseCompactionMode(flags.compaction);
+    if (!mode.ok()) {
+      return Status::InvalidArgument(fmt::format(
+          "--compaction {}: unknown mode; use migrate, evict or off", flags.compaction));
+    }
+    options->compaction = *mode;
+  }
   FOLIO_RETURN_IF_ERROR(ApplyRatioOrBytes(
       "--dirty-background-ratio", flags.dirty_background_ratio, "--dirty-background-bytes",
       flags.dirty_background_bytes, &options->dirty_background_ratio,
