@@ -2,12 +2,14 @@
 #include <sys/sysinfo.h>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <cstdlib>
 #include <memory>
 #include <string>
 
 #include "base/units.h"
+#include "bench/aging.h"
 #include "bench/runner.h"
 #include "cli/cache_flags.h"
 #include "cli/cli.h"
@@ -31,6 +33,9 @@ struct BenchArgs {
   std::string device;
   std::string kernel_memory = "cache";
   bool engines_given = false;
+  bool aging = false;
+  double aging_seconds = 4;
+  int aging_rounds = 3;
   std::vector<std::string> jobfiles;
   CacheWritebackFlags writeback;
 };
@@ -44,6 +49,26 @@ uint64_t PhysicalMemoryBytes() {
 std::string DefaultDir() {
   const char* tmp = std::getenv("TMPDIR");
   return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+}
+
+// --output-format normal|json.
+Status ParseOutputFormat(const std::string& text, bool* json) {
+  if (text != "json" && text != "normal") {
+    return Status::InvalidArgument("--output-format " + text +
+                                   ": unknown format; use normal or json");
+  }
+  *json = text == "json";
+  return Status::OK();
+}
+
+Result<uint64_t> ParseSeedFlag(const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || *end != '\0' || text[0] == '-') {
+    return Status::InvalidArgument("--seed " + text + ": not a number; use e.g. 42");
+  }
+  return uint64_t{v};
 }
 
 // --device: the spec is checked (no I/O yet) and the engines fitted to it. The kernel engine
@@ -115,12 +140,7 @@ Status BuildConfig(const BenchArgs& args, bench::BenchConfig* config) {
   config->dir = args.dir.empty() ? DefaultDir() : args.dir;
   FOLIO_RETURN_IF_ERROR(CheckDirectoryFlag("--dir", config->dir, "$TMPDIR or /tmp"));
 
-  if (args.output_format == "json") {
-    config->json = true;
-  } else if (args.output_format != "normal") {
-    return Status::InvalidArgument("--output-format " + args.output_format +
-                                   ": unknown format; use normal or json");
-  }
+  FOLIO_RETURN_IF_ERROR(ParseOutputFormat(args.output_format, &config->json));
   if (!args.plot.empty()) {
     const size_t slash = args.plot.rfind('/');
     const std::string parent = slash == std::string::npos ? "." : args.plot.substr(0, slash + 1);
@@ -128,17 +148,51 @@ Status BuildConfig(const BenchArgs& args, bench::BenchConfig* config) {
     config->plot_path = args.plot;
   }
   if (!args.seed.empty()) {
-    char* end = nullptr;
-    errno = 0;
-    unsigned long long v = std::strtoull(args.seed.c_str(), &end, 10);
-    if (errno != 0 || end == args.seed.c_str() || *end != '\0' || args.seed[0] == '-') {
-      return Status::InvalidArgument("--seed " + args.seed + ": not a number; use e.g. 42");
-    }
-    config->seed = v;
+    FOLIO_ASSIGN_OR_RETURN(config->seed, ParseSeedFlag(args.seed));
   }
   config->jobfiles = args.jobfiles;
   config->cache_options.memory_bytes = config->cache_bytes;  // the shares are of --cache
   return ApplyCacheWritebackFlags(args.writeback, &config->cache_options);
+}
+
+// --aging: the fragmentation benchmark (aging.h) instead of job files.
+Status BuildAgingConfig(const BenchArgs& args, bench::AgingConfig* config) {
+  if (!args.jobfiles.empty()) {
+    return Status::InvalidArgument("--aging runs its own workload; drop the job files (" +
+                                   args.jobfiles[0] + ") or --aging");
+  }
+  if (!args.device.empty()) {
+    return Status::InvalidArgument("--aging makes its own files under --dir; drop --device");
+  }
+  if (!(args.aging_seconds >= 0.1 && args.aging_seconds <= 3600)) {
+    return Status::InvalidArgument(fmt::format(
+        "--aging-seconds {}: use 0.1 to 3600 (seconds of aging per round and mode)",
+        args.aging_seconds));
+  }
+  if (args.aging_rounds < 1 || args.aging_rounds > 100) {
+    return Status::InvalidArgument(
+        fmt::format("--aging-rounds {}: use 1 to 100", args.aging_rounds));
+  }
+  if (!args.cache.empty()) {
+    Result<uint64_t> cache = ParseSize(args.cache, "--cache");
+    if (!cache.ok() || *cache < (32 << 20) || *cache > (64ull << 30)) {
+      return Status::InvalidArgument("--cache " + args.cache +
+                                     ": use a size from 32M to 64G with --aging (e.g. 256M)");
+    }
+    config->cache_bytes = *cache;
+  }
+  config->dir = args.dir.empty() ? DefaultDir() : args.dir;
+  FOLIO_RETURN_IF_ERROR(CheckDirectoryFlag("--dir", config->dir, "$TMPDIR or /tmp"));
+  FOLIO_RETURN_IF_ERROR(ParseOutputFormat(args.output_format, &config->json));
+  if (!args.seed.empty()) {
+    FOLIO_ASSIGN_OR_RETURN(config->seed, ParseSeedFlag(args.seed));
+  }
+  config->seconds = args.aging_seconds;
+  config->rounds = args.aging_rounds;
+  config->cache_options.memory_bytes = config->cache_bytes;
+  FOLIO_RETURN_IF_ERROR(ApplyCacheWritebackFlags(args.writeback, &config->cache_options));
+  if (!args.writeback.compaction.empty()) config->modes = {config->cache_options.compaction};
+  return Status::OK();
 }
 
 }  // namespace
@@ -186,7 +240,21 @@ Command AddBenchCommand(CLI::App& root) {
                       "of the default engines")
       ->type_name("SPEC");
   AddCacheWritebackFlags(sub, &args->writeback);
-  sub->add_option("JOBFILE", args->jobfiles, "fio job files")->required()->type_name("");
+  sub->add_flag("--aging", args->aging,
+                "Instead of job files: the fragmentation benchmark. Ages a cache (--cache, "
+                "default 256M) with a mixed workload on files under --dir and reports the "
+                "share of large-folio requests served at the order asked for, before and "
+                "after aging, with --compaction off, evict and migrate side by side (or the "
+                "one --compaction names)");
+  sub->add_option("--aging-seconds", args->aging_seconds,
+                  "With --aging: seconds of aging per round and mode")
+      ->default_str("4")
+      ->type_name("S");
+  sub->add_option("--aging-rounds", args->aging_rounds,
+                  "With --aging: rounds (the report shows medians)")
+      ->default_str("3")
+      ->type_name("N");
+  sub->add_option("JOBFILE", args->jobfiles, "fio job files (not with --aging)")->type_name("");
   sub->footer(
       "Job files: fio's INI format ([global] and job sections). Keys: rw, bs, size, filename, "
       "iodepth, numjobs, runtime, time_based, direct, rwmixread, ramp_time, pre_read, fsync, "
@@ -194,6 +262,16 @@ Command AddBenchCommand(CLI::App& root) {
       "random_distribution (random, zipf, pareto, normal), rate_iops, startdelay, loops; "
       "ioengine, thread and group_reporting are ignored.");
   return Command{sub, [args, engine] {
+                   if (args->aging) {
+                     bench::AgingConfig aging;
+                     Status s = BuildAgingConfig(*args, &aging);
+                     if (!s.ok()) return UsageError(kPrefix, s.message());
+                     return bench::RunAging(aging);
+                   }
+                   if (args->jobfiles.empty()) {
+                     return UsageError(kPrefix, "give one or more fio JOBFILEs (e.g. "
+                                                "bench/seed-large-folio.fio), or --aging; see folio bench --help");
+                   }
                    bench::BenchConfig config;
                    args->engines_given = engine->count() > 0;
                    Status s = BuildConfig(*args, &config);

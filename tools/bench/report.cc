@@ -24,13 +24,6 @@ std::string FormatUs(uint64_t ns) {
   return Printf(us < 10 ? "%.2f" : us < 1000 ? "%.1f" : "%.0f", us);
 }
 
-std::string FormatCount(uint64_t n) {
-  if (n >= 10000000) return Printf("%.0fM", static_cast<double>(n) / 1e6);
-  if (n >= 1000000) return Printf("%.1fM", static_cast<double>(n) / 1e6);
-  if (n >= 10000) return Printf("%.0fk", static_cast<double>(n) / 1e3);
-  return std::to_string(n);
-}
-
 // "996K", "1.5M", "64K": three significant digits at most.
 std::string ShortBytes(double bytes) {
   static const char* kUnits[] = {"", "K", "M", "G", "T"};
@@ -252,6 +245,13 @@ Json JobOptionsJson(const JobSpec& j) {
 }
 
 }  // namespace
+
+std::string FormatCount(uint64_t n) {
+  if (n >= 10000000) return Printf("%.0fM", static_cast<double>(n) / 1e6);
+  if (n >= 1000000) return Printf("%.1fM", static_cast<double>(n) / 1e6);
+  if (n >= 10000) return Printf("%.0fk", static_cast<double>(n) / 1e3);
+  return std::to_string(n);
+}
 
 double RunResult::iops() const {
   return timed.elapsed_s > 0 ? static_cast<double>(ops()) / timed.elapsed_s : 0;

@@ -45,6 +45,8 @@ struct RunResult {
 
 // "412k", "1.01M", "950".
 std::string FormatIops(double iops);
+// A count in three digits or so: "950", "41k", "1.2M".
+std::string FormatCount(uint64_t n);
 
 // The table of one job's runs (all of the same job), with ratio columns to the limit, kernel
 // and folio:4k rows when the job has them, then a line of folio stats per folio engine, the
