@@ -168,6 +168,8 @@ class AddressSpaceImpl final : public AddressSpace {
   // ---- write.cc ----
   // Writes len bytes at pos from src (zeros when src is null); old_size decides which pages of
   // a new folio are read from the device and which are zero. REQUIRES: the size lock.
+  // Write without the throttle (Write throttles for what this wrote dirty, afterwards).
+  Result<size_t> WriteUnthrottled(uint64_t pos, std::span<const char> in);
   Status WriteData(uint64_t pos, const char* src, uint64_t len, uint64_t old_size);
   // Creates folios for the uncached run starting at pos and writes into them; returns the
   // bytes of [pos, ...) now written (0 if another thread cached pos first).

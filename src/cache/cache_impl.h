@@ -98,6 +98,10 @@ class PageCacheImpl final : public PageCache {
   // Adds (or with a negative delta removes) dirty bytes; above the background threshold, kicks
   // the flusher.
   void AccountDirty(int64_t delta_bytes);
+  // Bytes this thread has made dirty (clean -> dirty pages) so far: a writer is throttled for
+  // what it dirtied, as balance_dirty_pages counts nr_dirtied, so rewriting dirty data in the
+  // cache is never slowed down.
+  static uint64_t ThreadDirtiedBytes();
   // A writer about to dirty `bytes`: pauses in proportion above freerun, waits above the limit
   // (balance_dirty_pages; see flusher.cc). Without a flusher, writes back itself instead.
   // REQUIRES: no lock held (it may write back `as`).

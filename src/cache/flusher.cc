@@ -20,7 +20,9 @@
 // until dirty bytes are below the threshold. Nothing else: data rewritten in the cache before
 // it expires is written once, not once per interval.
 //
-// A writer pauses above freerun for bytes / bandwidth x pos / (1 - pos), pos being how far
+// A writer pays after its write for the bytes it made dirty (pages that were clean; a rewrite
+// of dirty pages costs nothing, as in the kernel, which throttles by pages newly dirtied): it
+// pauses above freerun for bytes / bandwidth x pos / (1 - pos), pos being how far
 // dirty bytes are between freerun and the limit and bandwidth the flusher's measured write
 // rate: at pos 1/2 one writer dirties no faster than writeback cleans, further up it is slowed
 // more, so dirty bytes settle between freerun and the limit instead of hitting a wall. Pauses
@@ -46,6 +48,7 @@ constexpr uint64_t kInitialBandwidth = 100ull << 20;  // bytes/s until writeback
 constexpr uint64_t kBackgroundChunkBytes = 4ull << 20;
 
 thread_local uint64_t owed_pause_ns = 0;
+thread_local uint64_t dirtied_bytes = 0;
 
 }  // namespace
 
@@ -60,7 +63,10 @@ void PageCacheImpl::SetDirtyThresholds(uint64_t capacity) {
   wb_bandwidth_.store(kInitialBandwidth, std::memory_order_relaxed);
 }
 
+uint64_t PageCacheImpl::ThreadDirtiedBytes() { return dirtied_bytes; }
+
 void PageCacheImpl::AccountDirty(int64_t delta_bytes) {
+  if (delta_bytes > 0) dirtied_bytes += static_cast<uint64_t>(delta_bytes);
   const uint64_t now = counters_.dirty_bytes.fetch_add(static_cast<uint64_t>(delta_bytes),
                                                        std::memory_order_relaxed) +
                        static_cast<uint64_t>(delta_bytes);

@@ -44,7 +44,16 @@ Result<size_t> AddressSpaceImpl::Write(uint64_t pos, std::span<const char> in) {
         "{}: write of {} bytes at pos {} ends past the end of {} ({} bytes)", name_, len, pos,
         device_->name(), device_bytes));
   }
-  cache_->ThrottleWriter(this, len);
+  const uint64_t dirtied0 = PageCacheImpl::ThreadDirtiedBytes();
+  Result<size_t> r = WriteUnthrottled(pos, in);
+  const uint64_t dirtied = PageCacheImpl::ThreadDirtiedBytes() - dirtied0;
+  if (dirtied != 0) cache_->ThrottleWriter(this, dirtied);
+  return r;
+}
+
+Result<size_t> AddressSpaceImpl::WriteUnthrottled(uint64_t pos, std::span<const char> in) {
+  const uint64_t len = in.size();
+  const uint64_t end = pos + len;
   for (;;) {
     if (pos > size()) {
       // The write leaves a gap after the current end of file: it must read as zeros.
@@ -73,10 +82,12 @@ void AddressSpaceImpl::ExtendSize(uint64_t end) {
 Status AddressSpaceImpl::WriteData(uint64_t pos, const char* src, uint64_t len,
                                    uint64_t old_size) {
   CacheCounters& counters = cache_->counters();
+  const uint64_t dirtied0 = PageCacheImpl::ThreadDirtiedBytes();
   uint64_t done = 0;
   while (done < len) {
-    if (counters.dirty_bytes.load(std::memory_order_relaxed) > cache_->dirty_limit_bytes()) {
-      cache_->ThrottleWriter(this, 0);  // a long write crossed the limit: wait
+    if (counters.dirty_bytes.load(std::memory_order_relaxed) > cache_->dirty_limit_bytes() &&
+        PageCacheImpl::ThreadDirtiedBytes() != dirtied0) {
+      cache_->ThrottleWriter(this, 0);  // a long write that dirties crossed the limit: wait
     }
     const uint64_t p = pos + done;
     const uint64_t idx = p >> kPageShift;
