@@ -210,6 +210,12 @@ struct AddressSpaceOptions {
   uint64_t size_bytes = 0;        // logical size; 0 = the device's size
   bool override_policy = false;
   FolioPolicy policy;             // used when override_policy
+  // For devices that read zeros where they were trimmed (Folio FS's inode devices): the
+  // logical size is size_bytes even when 0, and zero ranges (Truncate, a write past the end)
+  // reach the device as one trim per range instead of written zeros, so growing a sparse file
+  // by a terabyte costs one request. The durability contract is unchanged (a trim is ordered
+  // like the zero writes it replaces).
+  bool sparse_device = false;
 };
 
 class AddressSpace {

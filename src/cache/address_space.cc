@@ -13,9 +13,11 @@
 namespace folio::cache {
 
 AddressSpaceImpl::AddressSpaceImpl(PageCacheImpl* cache, BlockDevice* device, std::string name,
-                                   uint64_t size_bytes, const FolioPolicy& policy)
+                                   uint64_t size_bytes, const FolioPolicy& policy,
+                                   bool trim_zero_ranges)
     : cache_(cache),
       device_(device),
+      trim_zero_ranges_(trim_zero_ranges),
       name_(std::move(name)),
       device_pages_(device->size_bytes() >> kPageShift),
       index_(device_pages_),
@@ -249,7 +251,14 @@ Status AddressSpaceImpl::Invalidate(uint64_t pos, uint64_t len) {
   uint64_t first = pos >> kPageShift;
   uint64_t last = std::min(device_pages_, (pos + len + kPageBytes - 1) >> kPageShift);
   if (first >= last) return Status::OK();
-  Status s = WritebackRange(first, last);
+  // A dirty large folio that starts before the range has its dirty mark at its head: write
+  // back from there, or it would stay dirty and be neither written back nor dropped.
+  uint64_t wb_first = first;
+  if (Folio* f = LookupGet(first)) {
+    wb_first = std::min(first, f->index.load(std::memory_order_relaxed));
+    cache_->PutFolio(f);
+  }
+  Status s = WritebackRange(wb_first, last);
   DropRange(first, last, DropMode::kCleanOnly);
   return s;
 }

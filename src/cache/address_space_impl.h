@@ -58,7 +58,7 @@ struct ReadJob;
 class AddressSpaceImpl final : public AddressSpace {
  public:
   AddressSpaceImpl(PageCacheImpl* cache, BlockDevice* device, std::string name,
-                   uint64_t size_bytes, const FolioPolicy& policy);
+                   uint64_t size_bytes, const FolioPolicy& policy, bool trim_zero_ranges);
   // Drops every folio (dirty data is discarded), waiting for reads in flight.
   // REQUIRES: no concurrent call on this address space.
   ~AddressSpaceImpl() override;
@@ -240,6 +240,7 @@ class AddressSpaceImpl final : public AddressSpace {
 
   PageCacheImpl* const cache_;
   BlockDevice* const device_;
+  const bool trim_zero_ranges_;  // zero ranges go to the device as trims (sparse_device)
   const std::string name_;
   const uint64_t device_pages_;
   FolioIndex index_;

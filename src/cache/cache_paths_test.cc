@@ -225,6 +225,21 @@ TEST(CacheSplitTest, InvalidateInsideALargeFolioSplitsIt) {
   EXPECT_EQ(env.cache->Stats().orders[0].misses, 1u);  // only page 5 came from the device
 }
 
+TEST(CacheSplitTest, InvalidateWritesBackADirtyFolioStartingBeforeTheRange) {
+  CacheEnv env;
+  MakeEnv(&env, 16 * kMiB, SmallCacheOptions(8 * kMiB, "dynamic"));
+  std::vector<char> d = Pattern(23, 0, 64 * kKiB);
+  WriteOk(env.as.get(), 0, d);  // one dirty order-4 folio, its dirty mark at page 0
+  ASSERT_TRUE(env.as->Invalidate(20 * kKiB, 4 * kKiB).ok());
+  // Written back (the device has it) and page 5 dropped: nothing dirty is left behind.
+  std::vector<char> on_device(64 * kKiB);
+  ASSERT_TRUE(env.device->Read(0, on_device.data(), on_device.size()).ok());
+  EXPECT_EQ(on_device, d);
+  EXPECT_EQ(env.cache->Stats().dirty_bytes, 0u);
+  EXPECT_EQ(ReadOk(env.as.get(), 0, 64 * kKiB), d);
+  EXPECT_EQ(env.cache->Stats().orders[0].misses, 1u);  // page 5 came back from the device
+}
+
 TEST(CacheSplitTest, TruncateSplitsKeepsDirtyHalfAndZeroesTheRest) {
   CacheEnv env;
   MakeEnv(&env, 16 * kMiB, SmallCacheOptions(64 * kMiB, "dynamic"));

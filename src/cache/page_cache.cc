@@ -84,7 +84,8 @@ Result<std::unique_ptr<AddressSpace>> PageCacheImpl::Open(BlockDevice* device,
     return Status::InvalidArgument(
         fmt::format("{}: device {} is smaller than one 4K page", name, device->name()));
   }
-  const uint64_t size = options.size_bytes != 0 ? options.size_bytes : device_bytes;
+  const uint64_t size =
+      (options.size_bytes != 0 || options.sparse_device) ? options.size_bytes : device_bytes;
   if (size > device_bytes) {
     return Status::InvalidArgument(fmt::format(
         "{}: size {} is larger than the device {} ({} usable bytes)", name, size,
@@ -96,7 +97,8 @@ Result<std::unique_ptr<AddressSpace>> PageCacheImpl::Open(BlockDevice* device,
     return Status::InvalidArgument(
         fmt::format("{}: folio policy orders out of 0..9 ({})", name, policy.ToString()));
   }
-  auto as = std::make_unique<AddressSpaceImpl>(this, device, name, size, policy);
+  auto as = std::make_unique<AddressSpaceImpl>(this, device, name, size, policy,
+                                               options.sparse_device);
   Register(as.get());
   return std::unique_ptr<AddressSpace>(std::move(as));
 }

@@ -287,9 +287,11 @@ Status AddressSpaceImpl::MaterializeZeros() {
   auto run = [&] {
     RunRequests(device_, std::span<IoRequest>(reqs.get(), n));
     for (size_t i = 0; i < n; ++i) {
-      CacheCounters::Add(counters.writeback_requests);
-      CacheCounters::Add(counters.writeback_bytes, reqs[i].length);
-      counters.writeback_request_bytes.Record(reqs[i].length);
+      if (reqs[i].op == IoOp::kWrite) {
+        CacheCounters::Add(counters.writeback_requests);
+        CacheCounters::Add(counters.writeback_bytes, reqs[i].length);
+        counters.writeback_request_bytes.Record(reqs[i].length);
+      }
       if (!reqs[i].status.ok() && first_error.ok()) {
         first_error = reqs[i].status.WithContext(
             fmt::format("{}: writing zeros ({} bytes at pos {}) to {}", name_, reqs[i].length,
@@ -299,6 +301,12 @@ Status AddressSpaceImpl::MaterializeZeros() {
     n = 0;
   };
   for (const PageRange& r : ranges) {
+    if (trim_zero_ranges_) {
+      // The device reads zeros where it was trimmed: one request per range.
+      reqs[n++].Reset(IoOp::kTrim, r.first << kPageShift, (r.last - r.first) << kPageShift, nullptr);
+      if (n == kZeroRequestsPerBatch) run();
+      continue;
+    }
     for (uint64_t pos = r.first << kPageShift; pos < (r.last << kPageShift); pos += chunk) {
       const uint64_t len = std::min(chunk, (r.last << kPageShift) - pos);
       reqs[n++].Reset(IoOp::kWrite, pos, len, zeros);
