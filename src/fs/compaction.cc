@@ -1,0 +1,147 @@
+// DataPath: compaction of chunks with many slices, and rewriting of packs with little live data.
+//
+// Chunk compaction (a chunk this mount appended compact_slices records to since it last looked):
+//   1. read the chunk's committed list and the bytes it shows (every data extent; holes and
+//      kZero ranges stay holes, so a sparse file stays sparse);
+//   2. write those bytes as ONE new stored slice (extents back to back, blocks put and durable);
+//   3. one transaction: if the list is still exactly the one read, replace it by one record per
+//      extent naming the new slice, and drop the old records' references (objects at 0 are
+//      queued for deletion after the grace period, so a reader holding the old list, on this
+//      mount or another, still finds its blocks). If the list changed, the new slice is deleted
+//      and the chunk is looked at again later.
+// The file's device forgets its cached list of the chunk (pending records stay on top).
+//
+// Pack rewriting: packs whose live bytes (their refs) fell below pack_live_min of their size
+// are found by a scan of the slice references, and the files still in them by an incremental
+// scan of inodes (a bounded number per pass); each such file's entry is copied into a new pack
+// and the file re-pointed in one transaction that checks it still names the old entry.
+#include <algorithm>
+#include <cstring>
+
+#include "fs/data_path.h"
+#include "fs/file_data.h"
+#include "fs/slice_refs.h"
+#include "fs/slice_view.h"
+#include "fs/stats_counters.h"
+#include "fs/store_io.h"
+
+namespace folio::fs {
+
+namespace {
+
+bool SameList(const std::vector<meta::Slice>& a, const std::vector<meta::Slice>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (meta::EncodeSlice(a[i]) != meta::EncodeSlice(b[i])) return false;
+  }
+  return true;
+}
+
+constexpr size_t kCompactionsPerPass = 16;
+
+}  // namespace
+
+Status DataPath::CompactNoted() {
+  std::vector<std::pair<uint64_t, uint32_t>> work;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = compact_.begin(); it != compact_.end() && work.size() < kCompactionsPerPass;) {
+      work.push_back(*it);
+      appended_.erase(*it);
+      it = compact_.erase(it);
+    }
+  }
+  Status first;
+  for (const auto& [ino, chunk] : work) {
+    Status s = CompactChunk(InodeId{ino}, chunk);
+    if (first.ok() && !s.ok() && !s.IsNotFound()) first = s;
+  }
+  return first;
+}
+
+Status DataPath::CompactChunk(InodeId ino, uint32_t chunk) {
+  const uint64_t bb = ctx_.format.block_bytes;
+  std::vector<meta::Slice> old;
+  uint64_t size = 0;
+  FOLIO_RETURN_IF_ERROR(ctx_.meta->Transact("compact_read", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
+    FOLIO_ASSIGN_OR_RETURN(meta::Inode inode, GetInodeOrEnoent(t, ino));
+    size = inode.size_bytes;
+    FOLIO_ASSIGN_OR_RETURN(old, t.GetChunk(ino, chunk));
+    return Status::OK();
+  }));
+  if (old.size() <= 1) return Status::OK();
+  const uint64_t base = static_cast<uint64_t>(chunk) * meta::kChunkBytes;
+  if (size <= base) return Status::OK();  // past the end: a truncate removes it
+  const uint32_t end = static_cast<uint32_t>(std::min<uint64_t>(meta::kChunkBytes, size - base));
+
+  // The data extents the chunk shows, and their bytes.
+  std::vector<Segment> segs = ResolveSlices(old, 0, end);
+  std::vector<std::pair<uint32_t, uint32_t>> extents;  // (pos, len)
+  uint64_t bytes = 0;
+  for (const Segment& seg : segs) {
+    if (seg.src < 0 || old[seg.src].kind == meta::SliceKind::kZero) continue;
+    if (!extents.empty() && extents.back().first + extents.back().second == seg.pos) {
+      extents.back().second += seg.len;
+    } else {
+      extents.emplace_back(seg.pos, seg.len);
+    }
+    bytes += seg.len;
+  }
+  std::vector<meta::Slice> now;
+  meta::SliceId id{0};
+  if (bytes > 0) {
+    std::vector<char> buf(bytes);
+    StoreBatch reads(ctx_.store);
+    uint64_t at = 0;
+    for (const Segment& seg : segs) {
+      if (seg.src < 0 || old[seg.src].kind == meta::SliceKind::kZero) continue;
+      const meta::Slice& s = old[seg.src];
+      AddObjectReads(&reads, s, s.object_off + (seg.pos - s.pos), seg.len, bb, buf.data() + at);
+      at += seg.len;
+    }
+    FOLIO_RETURN_IF_ERROR(reads.Run());
+    FOLIO_ASSIGN_OR_RETURN(id, NewSliceId());
+    StoreBatch puts(ctx_.store);
+    for (uint32_t b = 0; b < BlockCount(bytes, bb); ++b) {
+      puts.Put(BlockKey(Raw(id), b, bytes, bb), buf.data() + static_cast<uint64_t>(b) * bb);
+    }
+    FOLIO_RETURN_IF_ERROR(puts.Run());
+    uint32_t off = 0;
+    for (const auto& [pos, len] : extents) {
+      meta::Slice s;
+      s.pos = pos;
+      s.len = len;
+      s.id = id;
+      s.object_bytes = static_cast<uint32_t>(bytes);
+      s.object_off = off;
+      s.kind = meta::SliceKind::kBlocks;
+      now.push_back(s);
+      off += len;
+    }
+  }
+  const int64_t delete_after = WallNs() + ctx_.format.deletion_grace_ms * 1000000;
+  bool changed = false;
+  Status s = ctx_.meta->Transact("compact", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+    FOLIO_ASSIGN_OR_RETURN(std::vector<meta::Slice> cur, t.GetChunk(ino, chunk));
+    changed = !SameList(cur, old);
+    if (changed) return Status::OK();
+    FOLIO_RETURN_IF_ERROR(t.PutChunk(ino, chunk, now));
+    return ApplyRefDelta(t, old, now, delete_after);
+  });
+  if (!s.ok() || changed) {
+    if (bytes > 0) {
+      // Nobody names the new slice: delete it now.
+      StoreBatch del(ctx_.store);
+      AddObjectDeletes(&del, meta::SliceKind::kBlocks, Raw(id), bytes, bb);
+      (void)del.Run();
+    }
+    if (changed) NoteSlices(ino, chunk, ctx_.options.compact_slices);
+    return s;
+  }
+  FsCounters::Add(ctx_.counters->chunks_compacted);
+  FsCounters::Add(ctx_.counters->compaction_bytes, bytes);
+  if (std::shared_ptr<FileData> data = Find(ino)) data->device()->InvalidateChunk(chunk);
+  return Status::OK();
+}
+
+}  // namespace folio::fs

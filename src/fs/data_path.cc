@@ -1,0 +1,294 @@
+// DataPath: the FileData table, closing, syncing, the flusher thread (see data_path.h).
+// Deletion: deletion.cc. Compaction and pack rewriting: compaction.cc.
+#include "fs/data_path.h"
+
+#include <chrono>
+
+#include "fs/file_data.h"
+#include "fs/pack_writer.h"
+#include "fs/stats_counters.h"
+
+namespace folio::fs {
+
+namespace {
+
+constexpr uint64_t kSliceBatch = 1024;
+constexpr uint64_t kPackDelayMs = 100;
+
+}  // namespace
+
+DataPath::DataPath(const DataContext& ctx) : ctx_(ctx), packs_(std::make_unique<PackCommitter>(this, kPackDelayMs)) {}
+
+DataPath::~DataPath() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
+  // Destroyed first, while every member is alive: its last packs may still be put, and a
+  // pack put asks NewSliceId (ids_mu_) for its id.
+  packs_.reset();
+}
+
+void DataPath::Start() {
+  if (!ctx_.options.background) return;
+  packs_->Start();
+  flusher_ = std::thread([this] { FlusherLoop(); });
+}
+
+Result<meta::SliceId> DataPath::NewSliceId() {
+  std::lock_guard<std::mutex> lock(ids_mu_);
+  if (next_slice_ == slice_limit_) {
+    FOLIO_ASSIGN_OR_RETURN(uint64_t first, ctx_.meta->AllocateIds(meta::Counter::kNextSlice, kSliceBatch));
+    next_slice_ = first;
+    slice_limit_ = first + kSliceBatch;
+  }
+  return meta::SliceId{next_slice_++};
+}
+
+Result<std::shared_ptr<FileData>> DataPath::Open(const meta::Inode& inode,
+                                                 const FolioPolicy& policy, bool* keep_cache) {
+  std::shared_ptr<FileData> data;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = files_.find(Raw(inode.ino));
+    if (it != files_.end()) {
+      data = it->second;
+      data->opens++;
+      if (data->in_lru) {
+        lru_.erase(data->lru_it);
+        data->in_lru = false;
+      }
+    }
+  }
+  if (data) {
+    *keep_cache = true;
+    if (data->ChangedElsewhere(inode) && !data->Dirty()) {
+      // Another mount wrote it since this one looked (close-to-open): drop the cached pages.
+      *keep_cache = false;
+      Status s = data->Refresh(inode);
+      if (!s.ok()) {
+        (void)Close(data);
+        return s;
+      }
+    }
+    return data;
+  }
+  *keep_cache = false;
+  auto fresh = std::make_shared<FileData>(this, inode, policy);
+  FOLIO_RETURN_IF_ERROR(fresh->Init());
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, inserted] = files_.try_emplace(Raw(inode.ino), fresh);
+  // Another thread opened it meanwhile: use that one (ours is dropped unused).
+  it->second->opens++;
+  if (it->second->in_lru) {
+    lru_.erase(it->second->lru_it);
+    it->second->in_lru = false;
+  }
+  return it->second;
+}
+
+std::shared_ptr<FileData> DataPath::Find(InodeId ino) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = files_.find(Raw(ino));
+  return it == files_.end() ? nullptr : it->second;
+}
+
+bool DataPath::IdleOrAbsent(InodeId ino) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = files_.find(Raw(ino));
+  return it == files_.end() || (it->second->opens == 0 && !it->second->Dirty());
+}
+
+bool DataPath::MarkSustainedIfOpen(InodeId ino) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = files_.find(Raw(ino));
+  if (it == files_.end() || it->second->opens == 0) return false;
+  it->second->sustained = true;
+  return true;
+}
+
+void DataPath::Overlay(meta::Inode* inode) const {
+  if (std::shared_ptr<FileData> data = Find(inode->ino)) data->Overlay(inode);
+}
+
+void DataPath::ForgetIfClosed(InodeId ino) {
+  std::shared_ptr<FileData> drop;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = files_.find(Raw(ino));
+    if (it == files_.end() || it->second->opens > 0) return;
+    drop = it->second;
+    if (drop->in_lru) lru_.erase(drop->lru_it);
+    drop->in_lru = false;
+    files_.erase(it);
+  }
+  drop->Discard();
+}
+
+Status DataPath::Close(const std::shared_ptr<FileData>& data) {
+  bool sustained;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--data->opens > 0) return Status::OK();
+    sustained = data->sustained;
+    if (!sustained) {
+      closing_.push_back(data);
+      cv_.notify_all();
+      return Status::OK();
+    }
+  }
+  return ReleaseSustained(data);
+}
+
+void DataPath::SettleClosed(const std::shared_ptr<FileData>& data) {
+  Status s = data->Sync(SyncMode::kBackground);
+  std::vector<std::shared_ptr<FileData>> evicted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!s.ok() || data->opens > 0 || data->in_lru || data->Dirty()) return;
+    auto it = files_.find(Raw(data->ino()));
+    if (it == files_.end() || it->second != data) return;
+    data->lru_it = lru_.insert(lru_.end(), Raw(data->ino()));
+    data->in_lru = true;
+    EvictLocked(&evicted);
+  }
+  // Destroyed outside the lock (dropping an address space frees its folios).
+  evicted.clear();
+}
+
+void DataPath::EvictLocked(std::vector<std::shared_ptr<FileData>>* out) {
+  while (lru_.size() > kCachedFilesMax) {
+    const uint64_t ino = lru_.front();
+    lru_.pop_front();
+    auto it = files_.find(ino);
+    if (it == files_.end()) continue;
+    it->second->in_lru = false;
+    out->push_back(std::move(it->second));
+    files_.erase(it);
+  }
+}
+
+void DataPath::FlusherLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    cv_.wait(lock, [&] { return stop_ || !closing_.empty(); });
+    while (!closing_.empty()) {
+      std::shared_ptr<FileData> data = std::move(closing_.front());
+      closing_.pop_front();
+      lock.unlock();
+      SettleClosed(data);
+      lock.lock();
+    }
+  }
+}
+
+Status DataPath::Truncate(const Cred& cred, const meta::Inode& inode, uint64_t size) {
+  std::shared_ptr<FileData> data = Find(inode.ino);
+  const FolioPolicy policy = data ? data->policy() : ctx_.options.policy;
+  bool keep_cache;
+  FOLIO_ASSIGN_OR_RETURN(data, Open(inode, policy, &keep_cache));
+  Status s = data->Truncate(size, cred);
+  Status c = Close(data);
+  return s.ok() ? c : s;
+}
+
+Status DataPath::SyncAll() {
+  std::vector<std::shared_ptr<FileData>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all.reserve(files_.size());
+    for (auto& [ino, d] : files_) all.push_back(d);
+  }
+  Status first;
+  for (const std::shared_ptr<FileData>& d : all) {
+    Status s = d->Sync(SyncMode::kBackground);
+    if (first.ok() && !s.ok()) first = s;
+  }
+  Status p = packs_->Flush();
+  if (first.ok()) first = p;
+  // Entries waiting for the pack just written are committed now; settle closed files.
+  std::deque<std::shared_ptr<FileData>> closing;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closing.swap(closing_);
+  }
+  for (const std::shared_ptr<FileData>& d : closing) SettleClosed(d);
+  return first;
+}
+
+Status DataPath::Shutdown() {
+  Status s = SyncAll();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
+  packs_->Stop();
+  std::unordered_map<uint64_t, std::shared_ptr<FileData>> files;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    files.swap(files_);
+    lru_.clear();
+  }
+  return s;
+}
+
+Status DataPath::Maintenance() {
+  const uint64_t now = MonoNs();
+  const uint64_t interval_ns = ctx_.options.sync_interval_ms * 1000000;
+  std::vector<std::shared_ptr<FileData>> due;
+  std::deque<std::shared_ptr<FileData>> closing;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [ino, d] : files_) {
+      const uint64_t since = d->dirty_since_ns();
+      if ((since != 0 && now - since >= interval_ns) || (d->opens == 0 && !d->in_lru)) {
+        due.push_back(d);
+      }
+    }
+    if (!ctx_.options.background) closing.swap(closing_);
+  }
+  Status first;
+  for (const std::shared_ptr<FileData>& d : closing) SettleClosed(d);
+  for (const std::shared_ptr<FileData>& d : due) {
+    if (d->opens == 0) {
+      SettleClosed(d);
+      continue;
+    }
+    Status s = d->Sync(SyncMode::kBackground);
+    if (first.ok() && !s.ok()) first = s;
+  }
+  auto keep = [&](Status s) {
+    if (first.ok() && !s.ok()) first = s;
+  };
+  // Without the committer thread, packs of the files settled above are committed here.
+  if (!ctx_.options.background) keep(packs_->Flush());
+  keep(RunDeletions(WallNs()));
+  keep(CompactNoted());
+  if (++passes_ % 60 == 0) keep(RewritePacks());
+  return first;
+}
+
+uint64_t DataPath::open_files() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t n = 0;
+  for (const auto& [ino, d] : files_) n += d->opens > 0 ? 1 : 0;
+  return n;
+}
+
+uint64_t DataPath::cached_inodes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return files_.size();
+}
+
+void DataPath::NoteSlices(InodeId ino, uint32_t chunk, size_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t& count = appended_[{Raw(ino), chunk}];
+  count += n;
+  if (count >= ctx_.options.compact_slices) compact_.insert({Raw(ino), chunk});
+}
+
+}  // namespace folio::fs

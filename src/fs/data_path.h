@@ -1,0 +1,156 @@
+// DataPath: the file data of one mount: the table of FileData (one per open or recently
+// closed regular file), the pack writer for small files, background commits, compaction of
+// chunks and packs, and the deletion queue.
+//
+// Page-cache integration (file_data.h, inode_device.h): every FileData owns an AddressSpace
+// of the shared PageCache over its own InodeDevice. The cache serves reads and absorbs writes;
+// its misses become InodeDevice reads, which resolve the chunk's slice list (newest wins,
+// holes read zeros) into ranged store gets; its writeback becomes InodeDevice writes, which
+// append to the inode's current stored slice (a log: contiguous writes merge into one record,
+// every write lands in one object of up to 64 MiB put block by block); the device's Flush
+// (AddressSpace::Fsync) puts the last block, waits until every block is durable and then
+// commits all new slice records and the file's size and times in ONE metadata transaction. A
+// crash therefore leaves at most blocks nobody references.
+//
+// Lifetime of a FileData: created by the first open; after the last close it is synced in the
+// background (a small file goes to the pack writer) and then kept, clean, in an LRU of closed
+// files (so a reopen finds its cached pages) until more than kCachedFilesMax are closed.
+// A file unlinked while open is freed at its last close (its FileData discarded).
+//
+// Deletion: the queue (meta) holds kInode items (freed here: chunks emptied, references
+// dropped, inode removed, all in one transaction that also removes the item) and kSlice items
+// (objects whose references reached 0; deleted from the store once their grace period has
+// passed, then removed from the queue). A crash between the store deletes and the removal
+// only repeats the deletes.
+//
+// Thread safety: every method is thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "folio/page_cache.h"
+#include "fs/file_system.h"
+#include "fs/fs_internal.h"
+
+namespace folio::fs {
+
+class FileData;
+class PackCommitter;
+struct FsCounters;
+
+// What the data path needs of the mount.
+struct DataContext {
+  meta::MetaEngine* meta = nullptr;
+  store::BlockStore* store = nullptr;
+  PageCache* cache = nullptr;
+  meta::FormatRecord format;
+  meta::SessionId session{0};
+  FsOptions options;
+  FsCounters* counters = nullptr;
+};
+
+class DataPath {
+ public:
+  static constexpr size_t kCachedFilesMax = 4096;
+
+  explicit DataPath(const DataContext& ctx);
+  ~DataPath();
+  DataPath(const DataPath&) = delete;
+  DataPath& operator=(const DataPath&) = delete;
+
+  // Starts the flusher and pack threads (options.background).
+  void Start();
+  const DataContext& ctx() const { return ctx_; }
+
+  // Opens the data of a regular file for one more handle, creating its FileData or reusing a
+  // cached one; *keep_cache is true when nobody else changed the file since this mount last
+  // saw it (the kernel may keep its cached pages).
+  Result<std::shared_ptr<FileData>> Open(const meta::Inode& inode, const FolioPolicy& policy,
+                                         bool* keep_cache);
+  // The last close of one handle.
+  Status Close(const std::shared_ptr<FileData>& data);
+  std::shared_ptr<FileData> Find(InodeId ino) const;
+  // No FileData of ino, or one with no handle and nothing uncommitted.
+  bool IdleOrAbsent(InodeId ino) const;
+
+  // Whether a handle of ino is open on this mount; if so, marks its FileData sustained so its
+  // last close frees the inode. Unlink calls this inside its transaction: the mark and the
+  // open count change under one lock, so a close racing the unlink either sees the mark or
+  // made the unlink see no handle.
+  bool MarkSustainedIfOpen(InodeId ino);
+  // Applies this mount's uncommitted size / times / mode of ino to *inode (no-op if none).
+  void Overlay(meta::Inode* inode) const;
+  // The inode lost its last link: drop a cached FileData of it that no handle holds.
+  void ForgetIfClosed(InodeId ino);
+  // truncate(2) by path or handle: through the file's FileData (opened for the call if needed).
+  Status Truncate(const Cred& cred, const meta::Inode& inode, uint64_t size);
+
+  // Commits every file's dirty data and the open pack (sync(2)). Durable on return.
+  Status SyncAll();
+  // SyncAll, stops the threads, drops every FileData. REQUIRES: no handle open any more.
+  Status Shutdown();
+  // Background work: commits of files dirty for longer than sync_interval_ms, the close
+  // queue, compaction, pack rewriting, and the deletion queue.
+  Status Maintenance();
+
+  // Frees an inode whose last link and last open are gone (the kInode item `key`, or 0), in
+  // one transaction. NotFound when it is already gone.
+  Status FreeInode(InodeId ino, uint64_t key);
+  // Processes the due items of the deletion queue. Returns the first error.
+  Status RunDeletions(int64_t now_ns);
+  // A commit appended n slices to a chunk: a candidate for compaction when it has many.
+  void NoteSlices(InodeId ino, uint32_t chunk, size_t n);
+  // Compacts the noted chunks (compaction.cc). Returns the first error.
+  Status CompactNoted();
+  // Rewrites packs whose live fraction fell below options.pack_live_min.
+  Status RewritePacks();
+
+  PackCommitter* packs() const { return packs_.get(); }
+  uint64_t open_files() const;
+  uint64_t cached_inodes() const;
+  Result<meta::SliceId> NewSliceId();
+
+ private:
+  void FlusherLoop();
+  // Syncs a closed file and moves it to the LRU when it is clean.
+  void SettleClosed(const std::shared_ptr<FileData>& data);
+  void EvictLocked(std::vector<std::shared_ptr<FileData>>* out);
+  Status ReleaseSustained(const std::shared_ptr<FileData>& data);
+  Status CompactChunk(InodeId ino, uint32_t chunk);
+
+  const DataContext ctx_;
+  std::unique_ptr<PackCommitter> packs_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::unordered_map<uint64_t, std::shared_ptr<FileData>> files_;  // GUARDED_BY(mu_)
+  std::list<uint64_t> lru_;         // GUARDED_BY(mu_): closed, clean files, oldest first
+  std::deque<std::shared_ptr<FileData>> closing_;  // GUARDED_BY(mu_): to sync after close
+  std::set<std::pair<uint64_t, uint32_t>> compact_;  // GUARDED_BY(mu_): (ino, chunk)
+  std::map<std::pair<uint64_t, uint32_t>, size_t> appended_;  // GUARDED_BY(mu_)
+  bool stop_ = false;               // GUARDED_BY(mu_)
+  std::thread flusher_;
+  // Maintenance runs on one thread at a time (the background loop, or a test).
+  uint64_t passes_ = 0;             // maintenance passes (pack rewriting every 60th)
+  struct RewriteScan {
+    uint64_t ref_cursor = 0;        // slice id the next reference scan starts after
+    uint64_t inode_cursor = 0;      // inode the next inode scan starts after
+    std::set<uint64_t> low;         // packs being emptied
+  } rewrite_;
+
+  std::mutex ids_mu_;
+  uint64_t next_slice_ = 0;   // GUARDED_BY(ids_mu_)
+  uint64_t slice_limit_ = 0;  // GUARDED_BY(ids_mu_)
+};
+
+}  // namespace folio::fs

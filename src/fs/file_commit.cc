@@ -1,0 +1,137 @@
+// FileData: committing the device's records with the file's attributes, and handing small
+// files to the pack writer (see data_path.h and pack_writer.h).
+#include <algorithm>
+#include <map>
+
+#include "fs/data_path.h"
+#include "fs/file_data.h"
+#include "fs/fs_internal.h"
+#include "fs/pack_writer.h"
+#include "fs/slice_refs.h"
+#include "fs/stats_counters.h"
+
+namespace folio::fs {
+
+namespace {
+
+int64_t Round4k(uint64_t size) { return static_cast<int64_t>((size + 4095) / 4096 * 4096); }
+
+}  // namespace
+
+Result<meta::SliceId> FileData::NewSliceId() { return dp_->NewSliceId(); }
+
+Status FileData::CommitRecords(std::span<const PendingRecord> records) {
+  View v;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    v = view_;
+  }
+  const bool attrs = v.size_dirty || v.times_dirty || v.atime_dirty || v.mode_dirty;
+  if (records.empty() && !attrs) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ClearDirtyLocked(v.gen);
+    return Status::OK();
+  }
+  const DataContext& ctx = dp_->ctx();
+  const int64_t delete_after = WallNs() + ctx.format.deletion_grace_ms * 1000000;
+  std::vector<meta::Slice> added;
+  added.reserve(records.size());
+  for (const PendingRecord& r : records) added.push_back(r.slice);
+  meta::Inode committed;
+  Status s = ctx.meta->Transact("write", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+    FOLIO_ASSIGN_OR_RETURN(committed, GetInodeOrEnoent(t, ino_));
+    for (const PendingRecord& r : records) {
+      FOLIO_RETURN_IF_ERROR(t.AppendSlice(ino_, r.chunk, r.slice));
+    }
+    FOLIO_RETURN_IF_ERROR(ApplyRefDelta(t, {}, added, delete_after));
+    const uint64_t old_size = committed.size_bytes;
+    if (v.size_dirty) committed.size_bytes = v.size;
+    if (v.times_dirty) {
+      committed.mtime_ns = v.mtime_ns;
+      committed.ctime_ns = std::max(committed.ctime_ns, v.ctime_ns);
+    }
+    if (v.atime_dirty) committed.atime_ns = v.atime_ns;
+    if (v.mode_dirty) committed.mode = v.mode;
+    const int64_t delta = Round4k(committed.size_bytes) - Round4k(old_size);
+    if (delta != 0) FOLIO_RETURN_IF_ERROR(t.AddToCounter(meta::Counter::kUsedBytes, delta));
+    return t.PutInode(committed);
+  });
+  if (!s.ok()) return s;
+  FsCounters::Add(ctx.counters->commits);
+  FsCounters::Add(ctx.counters->slices_committed, records.size());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    view_.base = committed;
+    ClearDirtyLocked(v.gen);
+  }
+  std::map<uint32_t, size_t> per_chunk;
+  for (const PendingRecord& r : records) per_chunk[r.chunk]++;
+  for (const auto& [chunk, n] : per_chunk) dp_->NoteSlices(ino_, chunk, n);
+  return Status::OK();
+}
+
+uint64_t FileData::PackSize() const {
+  const uint64_t below = dp_->ctx().format.pack_below_bytes;
+  if (below == 0) return 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool small = view_.size > 0 && view_.size < below && ticket_ == nullptr;
+  return small ? view_.size : 0;
+}
+
+FileData::PackedAttrs FileData::pack_attrs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  PackedAttrs a;
+  a.gen = view_.gen;
+  a.size = view_.size;
+  a.mtime_ns = view_.mtime_ns;
+  a.ctime_ns = view_.ctime_ns;
+  a.atime_ns = view_.atime_ns;
+  a.mode = view_.mode;
+  return a;
+}
+
+Status FileData::PackContent(const std::vector<char>& content) {
+  std::shared_ptr<PackTicket> ticket = dp_->packs()->Add(shared_from_this(), content);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ticket_ = ticket;
+  }
+  if (static_cast<SyncMode>(sync_mode_.load(std::memory_order_acquire)) == SyncMode::kDurable) {
+    return WaitPacked();
+  }
+  return Status::OK();
+}
+
+Status FileData::WaitPacked() {
+  std::shared_ptr<PackTicket> t;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    t = ticket_;
+  }
+  if (!t) return Status::OK();
+  if (!t->done()) (void)dp_->packs()->Flush();
+  return t->Wait();
+}
+
+void FileData::PackCommitted(const PackedAttrs& attrs, const meta::Slice& slice) {
+  (void)slice;
+  dev_->Packed();
+  std::lock_guard<std::mutex> lock(mu_);
+  view_.base.size_bytes = attrs.size;
+  view_.base.mtime_ns = attrs.mtime_ns;
+  view_.base.ctime_ns = std::max(view_.base.ctime_ns, attrs.ctime_ns);
+  view_.base.mode = attrs.mode;
+  ticket_.reset();
+  ClearDirtyLocked(attrs.gen);
+}
+
+void FileData::PackFailed(const Status& error) {
+  (void)error;  // the waiter (if any) gets it from the ticket
+  Status s = dev_->UnfreezeAfterFailedPack();
+  std::lock_guard<std::mutex> lock(mu_);
+  ticket_.reset();
+  MarkDirtyLocked();
+  (void)s;
+}
+
+}  // namespace folio::fs

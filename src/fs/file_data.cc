@@ -1,0 +1,235 @@
+// FileData: the address space, reads, writes, attributes, Sync (see file_data.h).
+// Commit and packing: file_commit.cc. Truncate, fallocate, seek: file_space.cc.
+#include "fs/file_data.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/check.h"
+#include "fs/data_path.h"
+#include "fs/fs_internal.h"
+#include "fs/perm.h"
+
+namespace folio::fs {
+
+FileData::FileData(DataPath* dp, const meta::Inode& inode, const FolioPolicy& policy)
+    : dp_(dp), ino_(inode.ino), policy_(policy) {
+  view_.base = inode;
+  view_.size = inode.size_bytes;
+  view_.mtime_ns = inode.mtime_ns;
+  view_.ctime_ns = inode.ctime_ns;
+  view_.atime_ns = inode.atime_ns;
+  view_.mode = inode.mode;
+}
+
+FileData::~FileData() {
+  // The address space goes before its device.
+  as_.reset();
+  dev_.reset();
+}
+
+uint64_t FileData::CapacityFor(uint64_t size) {
+  uint64_t cap = 256ull << 20;
+  while (cap < size * 2 && cap < kMaxFileBytes) cap <<= 1;
+  return std::max(cap, (size + 4095) & ~uint64_t{4095});
+}
+
+Status FileData::Init() {
+  std::unique_lock<std::shared_mutex> io(io_);
+  capacity_ = CapacityFor(view_.size);
+  dev_ = std::make_unique<InodeDevice>(this, &dp_->ctx(), ino_, capacity_);
+  FOLIO_RETURN_IF_ERROR(dev_->Init());
+  return OpenMapping(capacity_);
+}
+
+Status FileData::OpenMapping(uint64_t capacity) {
+  as_.reset();
+  dev_->SetCapacity(capacity);
+  capacity_ = capacity;
+  AddressSpaceOptions o;
+  o.name = InodeText(ino_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    o.size_bytes = view_.size;
+    o.override_policy = true;
+    o.policy = policy_;
+  }
+  o.sparse_device = true;
+  FOLIO_ASSIGN_OR_RETURN(as_, dp_->ctx().cache->Open(dev_.get(), o));
+  return Status::OK();
+}
+
+Status FileData::Regrow(uint64_t end) {
+  if (end <= capacity_) return Status::OK();
+  if (end > kMaxFileBytes) return Errno(EFBIG, InodeText(ino_) + ": size " + std::to_string(end));
+  uint64_t cap = capacity_;
+  while (cap < end) cap = std::min(cap * 4, kMaxFileBytes);
+  // Everything dirty goes to the device (and is committed) before the mapping is replaced.
+  FOLIO_RETURN_IF_ERROR(Sync(SyncMode::kBackground));
+  return OpenMapping(cap);
+}
+
+Result<size_t> FileData::Read(uint64_t pos, std::span<char> out) {
+  std::shared_lock<std::shared_mutex> io(io_);
+  FOLIO_ASSIGN_OR_RETURN(size_t n, as_->Read(pos, out));
+  const AtimeMode atime = dp_->ctx().options.atime;
+  if (atime == AtimeMode::kNoatime || n == 0) return n;
+  const int64_t now = WallNs();
+  std::lock_guard<std::mutex> lock(mu_);
+  // relatime: update when atime is not newer than mtime / ctime, or a day old.
+  const bool update = atime == AtimeMode::kStrict || view_.atime_ns <= view_.mtime_ns ||
+                      view_.atime_ns <= view_.ctime_ns ||
+                      now - view_.atime_ns > 24ll * 3600 * 1000000000;
+  if (update) {
+    view_.atime_ns = now;
+    view_.atime_dirty = true;
+    MarkDirtyLocked();
+  }
+  return n;
+}
+
+Result<size_t> FileData::Write(uint64_t pos, std::span<const char> in, bool append,
+                               const Cred& cred) {
+  if (in.empty()) return size_t{0};
+  for (;;) {
+    std::shared_lock<std::shared_mutex> shared(io_, std::defer_lock);
+    std::unique_lock<std::shared_mutex> exclusive(io_, std::defer_lock);
+    if (append) {
+      exclusive.lock();
+      pos = size();
+    } else {
+      shared.lock();
+    }
+    const uint64_t end = pos + in.size();
+    if (end < pos || end > kMaxFileBytes) {
+      return Errno(EFBIG, InodeText(ino_) + ": write past " + std::to_string(kMaxFileBytes));
+    }
+    if (end > capacity_) {
+      if (shared.owns_lock()) shared.unlock();
+      if (!exclusive.owns_lock()) exclusive.lock();
+      FOLIO_RETURN_IF_ERROR(Regrow(end));
+      if (!append) continue;  // take the shared lock again
+    }
+    const int64_t now = WallNs();
+    {
+      // The size grows before the data is in the cache, so a commit never names data past
+      // the size it commits.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (end > view_.size) {
+        view_.size = end;
+        view_.size_dirty = true;
+      }
+      view_.mtime_ns = view_.ctime_ns = now;
+      view_.times_dirty = true;
+      meta::Inode probe = view_.base;
+      probe.mode = view_.mode;
+      const uint32_t mode = ModeAfterWrite(probe, cred);
+      if (mode != view_.mode) {
+        view_.mode = mode;
+        view_.mode_dirty = true;
+      }
+      MarkDirtyLocked();
+    }
+    FOLIO_ASSIGN_OR_RETURN(size_t n, as_->Write(pos, in));
+    return n;
+  }
+}
+
+Status FileData::Sync(SyncMode mode) {
+  std::lock_guard<std::mutex> lock(sync_mu_);
+  sync_mode_.store(static_cast<int>(mode), std::memory_order_release);
+  Status s = as_->Fsync();
+  sync_mode_.store(static_cast<int>(SyncMode::kDurable), std::memory_order_release);
+  if (!s.ok()) return s;
+  if (mode == SyncMode::kDurable) FOLIO_RETURN_IF_ERROR(WaitPacked());
+  return Status::OK();
+}
+
+void FileData::Discard() {
+  std::unique_lock<std::shared_mutex> io(io_);
+  dev_->DiscardPending();
+  std::lock_guard<std::mutex> lock(mu_);
+  view_.size_dirty = view_.times_dirty = view_.atime_dirty = view_.mode_dirty = false;
+  view_.dirty_since_ns = 0;
+}
+
+// ---- Attributes ------------------------------------------------------------------------
+
+void FileData::MarkDirtyLocked() {
+  view_.gen++;
+  if (view_.dirty_since_ns == 0) view_.dirty_since_ns = MonoNs();
+}
+
+void FileData::ClearDirtyLocked(uint64_t gen) {
+  if (view_.gen != gen) return;  // changed again since: stays dirty
+  view_.size_dirty = view_.times_dirty = view_.atime_dirty = view_.mode_dirty = false;
+  if (!dev_->HasPending()) view_.dirty_since_ns = 0;
+}
+
+void FileData::Overlay(meta::Inode* inode) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (view_.size_dirty) inode->size_bytes = view_.size;
+  if (view_.times_dirty) {
+    inode->mtime_ns = view_.mtime_ns;
+    inode->ctime_ns = std::max(inode->ctime_ns, view_.ctime_ns);
+  }
+  if (view_.atime_dirty) inode->atime_ns = view_.atime_ns;
+  if (view_.mode_dirty) inode->mode = view_.mode;
+}
+
+void FileData::AdoptAttrs(const meta::Inode& inode) {
+  std::lock_guard<std::mutex> lock(mu_);
+  view_.base = inode;
+  view_.size = inode.size_bytes;
+  view_.mtime_ns = inode.mtime_ns;
+  view_.ctime_ns = inode.ctime_ns;
+  view_.atime_ns = inode.atime_ns;
+  view_.mode = inode.mode;
+  view_.size_dirty = view_.times_dirty = view_.atime_dirty = view_.mode_dirty = false;
+  view_.gen++;
+}
+
+uint64_t FileData::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return view_.size;
+}
+
+bool FileData::Dirty() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return view_.dirty_since_ns != 0 || ticket_ != nullptr || dev_->HasPending();
+}
+
+uint64_t FileData::dirty_since_ns() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return view_.dirty_since_ns;
+}
+
+bool FileData::ChangedElsewhere(const meta::Inode& inode) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return inode.mtime_ns != view_.base.mtime_ns || inode.size_bytes != view_.base.size_bytes ||
+         inode.ctime_ns < view_.base.ctime_ns;
+}
+
+Status FileData::Refresh(const meta::Inode& inode) {
+  std::unique_lock<std::shared_mutex> io(io_);
+  FOLIO_RETURN_IF_ERROR(as_->Invalidate(0, capacity_));
+  dev_->DropCommittedCache();
+  AdoptAttrs(inode);
+  return as_->Truncate(inode.size_bytes);
+}
+
+void FileData::SetPolicy(const FolioPolicy& policy) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    policy_ = policy;
+  }
+  std::shared_lock<std::shared_mutex> io(io_);
+  as_->SetPolicy(policy);
+}
+
+FolioPolicy FileData::policy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return policy_;
+}
+
+}  // namespace folio::fs

@@ -1,0 +1,153 @@
+// FileData: one regular file's data on this mount: its page-cache address space over its
+// InodeDevice, and the attributes its writes changed that are not committed yet.
+//
+// Attributes: size, mtime / ctime (writes, truncates), atime (reads, relatime) and mode (a
+// write by a non-root caller clears set-user-ID) are kept here while uncommitted and overlaid
+// on the metadata's inode by getattr; the device's flush commits them with the data.
+//
+// Locks (in this order):
+//   io_      shared by reads and writes, exclusive for truncate, fallocate, address-space
+//            regrowth and attribute changes by setattr (no write slips between an overlay and
+//            its adoption)
+//   sync_mu_ one commit (Sync) at a time
+//   mu_      the attributes (a leaf; the device's commit callback takes it)
+//
+// The address space is opened over a device of `capacity` bytes (the cache's index is sized
+// by it): max(256 MiB, 2x the file size) rounded up to a power of two; a write or truncate
+// past it commits, reopens the address space over a device 4x larger, and goes on.
+//
+// Thread safety: every method is thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <span>
+
+#include "folio/page_cache.h"
+#include "fs/fs_types.h"
+#include "fs/inode_device.h"
+#include "meta/meta_engine.h"
+
+namespace folio::fs {
+
+class DataPath;
+struct PackTicket;
+
+enum class SyncMode {
+  kDurable,     // fsync: durable and committed when Sync returns
+  kBackground,  // a close or the periodic commit: a small file may wait in the pack writer
+};
+
+class FileData final : public InodeDevice::Owner,
+                       public std::enable_shared_from_this<FileData> {
+ public:
+  FileData(DataPath* dp, const meta::Inode& inode, const FolioPolicy& policy);
+  ~FileData() override;
+  FileData(const FileData&) = delete;
+  FileData& operator=(const FileData&) = delete;
+
+  // Creates the device and the address space.
+  Status Init();
+  InodeId ino() const { return ino_; }
+
+  // ---- Data ------------------------------------------------------------------------------
+  Result<size_t> Read(uint64_t pos, std::span<char> out);
+  // With append, writes at the end of file (under the exclusive lock, so appends never mix).
+  Result<size_t> Write(uint64_t pos, std::span<const char> in, bool append, const Cred& cred);
+  Status Sync(SyncMode mode);
+  // Truncate to size (the cache, the pending records and the committed chunks, one
+  // transaction for the metadata).
+  Status Truncate(uint64_t size, const Cred& cred);
+  Status Fallocate(int mode, uint64_t pos, uint64_t len, const Cred& cred);
+  Result<uint64_t> Seek(uint64_t pos, Whence whence);
+  // Drops the pending data (the file was freed) and, with wait, any pack entry.
+  void Discard();
+
+  // ---- Attributes ------------------------------------------------------------------------
+  void Overlay(meta::Inode* inode) const;
+  // The metadata now holds `inode` (a setattr committed it): take its mode, owner and times,
+  // clearing those uncommitted changes.
+  void AdoptAttrs(const meta::Inode& inode);
+  uint64_t size() const;
+  bool Dirty() const;
+  uint64_t dirty_since_ns() const;
+  // Whether the metadata's inode differs from what this mount last committed or read (another
+  // mount wrote the file): then cached pages must go.
+  bool ChangedElsewhere(const meta::Inode& inode) const;
+  // Drops cached pages and slice lists and adopts the metadata's inode (close-to-open).
+  Status Refresh(const meta::Inode& inode);
+  std::unique_lock<std::shared_mutex> LockExclusive() { return std::unique_lock(io_); }
+  void SetPolicy(const FolioPolicy& policy);
+  FolioPolicy policy() const;
+  void NoteLocks() { has_locks_.store(true, std::memory_order_relaxed); }
+  bool has_locks() const { return has_locks_.load(std::memory_order_relaxed); }
+  InodeDevice* device() const { return dev_.get(); }
+  AddressSpace* mapping() const { return as_.get(); }
+
+  // ---- DataPath bookkeeping (GUARDED_BY DataPath::mu_) ------------------------------------
+  int opens = 0;
+  bool sustained = false;  // unlinked while open: free at the last close
+  bool in_lru = false;
+  std::list<uint64_t>::iterator lru_it;
+
+  // ---- InodeDevice::Owner ----------------------------------------------------------------
+  Result<meta::SliceId> NewSliceId() override;
+  Status CommitRecords(std::span<const PendingRecord> records) override;
+  Status WaitPacked() override;
+  uint64_t PackSize() const override;
+  // Hands the frozen content to the pack writer; with a durable sync, waits for its commit.
+  Status PackContent(const std::vector<char>& content) override;
+
+  // ---- Pack writer callbacks -------------------------------------------------------------
+  struct PackedAttrs {
+    uint64_t gen = 0;
+    uint64_t size = 0;
+    int64_t mtime_ns = 0, ctime_ns = 0, atime_ns = 0;
+    uint32_t mode = 0;
+  };
+  // The attributes a pack entry commits (taken when the content was handed over).
+  PackedAttrs pack_attrs() const;
+  void PackCommitted(const PackedAttrs& attrs, const meta::Slice& slice);
+  void PackFailed(const Status& error);
+
+ private:
+  struct View {
+    uint64_t size = 0;
+    int64_t mtime_ns = 0, ctime_ns = 0, atime_ns = 0;
+    uint32_t mode = 0;
+    bool size_dirty = false, times_dirty = false, atime_dirty = false, mode_dirty = false;
+    uint64_t gen = 0;                 // bumped by every change
+    uint64_t dirty_since_ns = 0;      // monotonic; 0 = clean
+    meta::Inode base;                 // the inode as last read or committed
+  };
+  static uint64_t CapacityFor(uint64_t size);
+  Status OpenMapping(uint64_t capacity);
+  // REQUIRES: io_ exclusive.
+  Status Regrow(uint64_t end);
+  void MarkDirtyLocked();
+  void ClearDirtyLocked(uint64_t gen);
+  Status TruncateMeta(uint64_t size, const Cred& cred);
+  Status PunchRange(uint64_t pos, uint64_t len);
+
+  DataPath* const dp_;
+  const InodeId ino_;
+  std::unique_ptr<InodeDevice> dev_;
+  std::unique_ptr<AddressSpace> as_;  // GUARDED_BY(io_) for replacement
+  uint64_t capacity_ = 0;             // GUARDED_BY(io_)
+
+  mutable std::shared_mutex io_;
+  std::mutex sync_mu_;
+  std::atomic<int> sync_mode_{static_cast<int>(SyncMode::kDurable)};
+  mutable std::mutex mu_;
+  View view_;                          // GUARDED_BY(mu_)
+  FolioPolicy policy_;                 // GUARDED_BY(mu_)
+  std::shared_ptr<PackTicket> ticket_; // GUARDED_BY(mu_): the pack entry in flight, if any
+  PackedAttrs packed_attrs_;           // GUARDED_BY(mu_)
+  std::atomic<bool> has_locks_{false};
+};
+
+}  // namespace folio::fs

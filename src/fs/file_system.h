@@ -1,0 +1,275 @@
+// FileSystem: the POSIX core of Folio FS, over a MetaEngine (meta/), a BlockStore (fs/store/)
+// and the shared PageCache (cache/).
+//
+// Every namespace operation is one MetaEngine transaction (lookup, mkdir, rename ...): the
+// engine makes it atomic and serializable, this class holds the POSIX rules (permissions as
+// the kernel checks them, link counts, the rename cycle check, which timestamps change). File
+// data lives in the page cache while a file is open (one address space per inode over an
+// InodeDevice that turns cache writeback into slices and cache misses into store reads; see
+// file_data.h), and in the store as immutable blocks named by committed slices.
+//
+// Error codes: every Status carries the errno the system call would fail with (ToErrno()).
+//
+// Sessions: a mounted FileSystem is a session in the metadata (heartbeat every few seconds).
+// Files unlinked while open are kept (the sustained table) until their last close; flock and
+// POSIX locks live in the metadata with the session as part of the owner, so another mount
+// sees them; a dead session's locks and sustained files are cleaned by the next mount.
+//
+// Consistency (one mount): every operation sees every earlier operation of this mount. Data
+// written is visible to reads at once (the page cache); it is durable after Fsync, and
+// committed to the metadata (visible to another mount, surviving a crash) after Fsync, after
+// the last close's background commit, or within sync_interval_ms.
+//
+// Thread safety: every method is thread-safe; a FUSE server calls them from all its workers.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "folio/page_cache.h"
+#include "fs/fs_types.h"
+#include "meta/meta_engine.h"
+
+namespace folio::store {
+class BlockStore;
+}  // namespace folio::store
+
+namespace folio::fs {
+
+class DataPath;
+class SessionKeeper;
+struct FsCounters;
+struct OpenFile;
+struct DirHandle;
+
+enum class AtimeMode { kRelatime, kNoatime, kStrict };
+
+struct FsOptions {
+  std::string mountpoint;     // for the session record
+  bool read_only = false;     // every change is EROFS
+  FolioPolicy policy;         // the default folio policy of files (xattr user.folio.policy wins)
+  AtimeMode atime = AtimeMode::kRelatime;
+  // Background threads: session heartbeat, periodic commit of dirty files, compaction, the
+  // deletion queue. Tests turn them off and call RunMaintenance() themselves.
+  bool background = true;
+  uint64_t sync_interval_ms = 5000;     // dirty data of open files is committed this often
+  uint64_t maintenance_interval_ms = 1000;
+  // Refuse to mount when another live session has the volume mounted read-write.
+  bool exclusive = true;
+  // Slice count above which a chunk is compacted into one slice.
+  uint32_t compact_slices = 64;
+  // Packs whose live fraction is below this are rewritten.
+  double pack_live_min = 0.5;
+};
+
+// Counters of the core, for .stats.
+struct FsStats {
+  uint64_t open_files = 0;
+  uint64_t cached_inodes = 0;
+  uint64_t commits = 0;             // slice commit transactions
+  uint64_t slices_committed = 0;
+  uint64_t packed_files = 0;        // files written as one pack entry
+  uint64_t packs_written = 0;
+  uint64_t pack_bytes = 0;
+  uint64_t packs_rewritten = 0;
+  uint64_t chunks_compacted = 0;
+  uint64_t compaction_bytes = 0;
+  uint64_t deletions_done = 0;      // store objects deleted from the deletion queue
+  uint64_t deletions_deferred = 0;  // queue items still in their grace period at the last pass
+  uint64_t inodes_freed = 0;
+  uint64_t checksum_failures = 0;
+  uint64_t read_bytes = 0;          // read() bytes served
+  uint64_t write_bytes = 0;
+  uint64_t store_get_requests = 0;
+  uint64_t store_get_bytes = 0;
+  uint64_t store_put_requests = 0;
+  uint64_t store_put_bytes = 0;
+  uint64_t store_delete_requests = 0;
+};
+
+class FileSystem {
+ public:
+  // Mounts a formatted volume: checks the format record, registers a session (refusing one
+  // that another live read-write session already has mounted when options.exclusive), cleans
+  // dead sessions, and starts the background threads.
+  // REQUIRES: meta, store and cache outlive the FileSystem.
+  // Errors: InvalidArgument for an unformatted volume (naming the URL and `folio fs format`),
+  // NotSupported for a newer format version, Busy for a volume mounted elsewhere (naming the
+  // host, pid and mount point), IOError from the engine or the store.
+  static Result<std::unique_ptr<FileSystem>> Mount(meta::MetaEngine* meta,
+                                                   store::BlockStore* store, PageCache* cache,
+                                                   const FsOptions& options);
+  // Unmounts if Unmount() was not called (errors are logged to nowhere: call Unmount).
+  ~FileSystem();
+  FileSystem(const FileSystem&) = delete;
+  FileSystem& operator=(const FileSystem&) = delete;
+
+  // Commits every file's data, stops the background threads, frees what this session held
+  // (sustained files, locks) and removes the session. Returns the first error.
+  Status Unmount();
+  // Commits the data of every open or recently closed file (sync(2)).
+  Status SyncAll();
+  // Test hook: a simulated crash. Stops the background threads and drops every FileData
+  // without committing anything (uncommitted data is lost, objects already put stay as
+  // garbage) and leaves the session record behind for the next mount to clean. After this the
+  // object may only be destroyed.
+  void CrashForTesting();
+  // One pass of the background work: heartbeat, dead sessions, commit of old dirty data,
+  // compaction, pack rewriting and the deletion queue. Returns the first error.
+  Status RunMaintenance();
+
+  const meta::FormatRecord& format() const { return format_; }
+  meta::SessionId session() const;
+  meta::MetaEngine* meta() const { return meta_; }
+  store::BlockStore* store() const { return store_; }
+  PageCache* cache() const { return cache_; }
+  const FsOptions& options() const { return options_; }
+
+  // ---- Namespace ------------------------------------------------------------------------
+  Result<Attr> Lookup(const Cred& cred, InodeId parent, std::string_view name);
+  Result<Attr> GetAttr(InodeId ino);
+  Result<Attr> SetAttr(const Cred& cred, InodeId ino, const SetAttrRequest& req);
+  // mode: permission bits after the caller's umask (the kernel applies it).
+  Result<Attr> Mknod(const Cred& cred, InodeId parent, std::string_view name, FileType type,
+                     uint32_t mode, uint64_t rdev);
+  Result<Attr> Mkdir(const Cred& cred, InodeId parent, std::string_view name, uint32_t mode);
+  Result<Attr> Symlink(const Cred& cred, InodeId parent, std::string_view name,
+                       std::string_view target);
+  Result<Attr> Link(const Cred& cred, InodeId ino, InodeId new_parent, std::string_view new_name);
+  Status Unlink(const Cred& cred, InodeId parent, std::string_view name);
+  Status Rmdir(const Cred& cred, InodeId parent, std::string_view name);
+  // flags: kRenameNoReplace, kRenameExchange.
+  Status Rename(const Cred& cred, InodeId parent, std::string_view name, InodeId new_parent,
+                std::string_view new_name, unsigned flags);
+  Result<std::string> ReadLink(InodeId ino);
+  // access(2): mask of kMay* bits (0 = existence).
+  Status Access(const Cred& cred, InodeId ino, int mask);
+  Result<fs::StatFs> StatFs();
+
+  // ---- Files ----------------------------------------------------------------------------
+  struct Opened {
+    Attr attr;
+    uint64_t fh = 0;
+    // The file's data may be cached by the kernel from an earlier open: nothing changed it
+    // since (FOPEN_KEEP_CACHE).
+    bool keep_cache = false;
+  };
+  // open(2) flags: O_ACCMODE, O_CREAT (Create only), O_EXCL, O_TRUNC, O_APPEND.
+  Result<Opened> Create(const Cred& cred, InodeId parent, std::string_view name, uint32_t mode,
+                        int flags);
+  Result<Opened> Open(const Cred& cred, InodeId ino, int flags);
+  // Returns the bytes read: short only at end of file.
+  Result<size_t> Read(uint64_t fh, uint64_t pos, std::span<char> out);
+  // O_APPEND handles write at the end of file whatever pos says.
+  Result<size_t> Write(uint64_t fh, uint64_t pos, std::span<const char> in);
+  // close(2) of one descriptor: releases the POSIX locks of lock_owner; reports a writeback
+  // error this handle has not seen.
+  Status Flush(uint64_t fh, uint64_t lock_owner);
+  // The last close of the handle: its flocks go, the data is committed in the background
+  // (small files into a pack), a file unlinked while open is freed after its last close.
+  Status Release(uint64_t fh);
+  Status Fsync(uint64_t fh, bool datasync);
+  // fallocate(2) mode bits: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE | KEEP_SIZE,
+  // FALLOC_FL_ZERO_RANGE [| KEEP_SIZE]; others EOPNOTSUPP.
+  Status Fallocate(uint64_t fh, int mode, uint64_t pos, uint64_t len);
+  // SEEK_DATA / SEEK_HOLE (ENXIO at or past the end of file).
+  Result<uint64_t> Lseek(uint64_t fh, uint64_t pos, Whence whence);
+  // copy_file_range(2), through the page cache (1 MiB at a time). Returns the bytes copied.
+  Result<uint64_t> CopyFileRange(uint64_t fh_in, uint64_t pos_in, uint64_t fh_out,
+                                 uint64_t pos_out, uint64_t len);
+
+  // ---- Directories ----------------------------------------------------------------------
+  Result<uint64_t> OpenDir(const Cred& cred, InodeId ino);
+  // Entries from `offset` (0 = the start; else an offset an earlier entry returned), at most
+  // max_entries, "." and ".." first; with plus, each entry's attributes too. Bounded memory for
+  // any directory size: the handle keeps only the last page's names.
+  Result<std::vector<DirEntryOut>> ReadDir(uint64_t dh, uint64_t offset, size_t max_entries,
+                                           bool plus);
+  Status ReleaseDir(uint64_t dh);
+
+  // ---- Extended attributes --------------------------------------------------------------
+  // Namespaces user., trusted. (root only), security.; system.posix_acl_* are EOPNOTSUPP.
+  // user.folio.policy holds a folio policy ("4k", "fixed:64K", "dynamic"), inherited by new
+  // files and directories below a directory that has it.
+  Result<std::string> GetXattr(const Cred& cred, InodeId ino, std::string_view name);
+  Status SetXattr(const Cred& cred, InodeId ino, std::string_view name, std::string_view value,
+                  int flags);
+  Result<std::vector<std::string>> ListXattr(const Cred& cred, InodeId ino);
+  Status RemoveXattr(const Cred& cred, InodeId ino, std::string_view name);
+
+  // ---- Locks (owner: the kernel's lock owner of the open file) ----------------------------
+  // flock(2): type kRead (LOCK_SH), kWrite (LOCK_EX), kUnlock. wait: block until granted or
+  // interrupted() returns true (EINTR). A conflict without wait: EAGAIN (EWOULDBLOCK).
+  Status Flock(uint64_t fh, uint64_t owner, meta::LockType type, bool wait,
+               const std::function<bool()>& interrupted);
+  // F_GETLK: the first conflicting lock, or one of type kUnlock.
+  Result<PosixLock> GetLk(uint64_t fh, uint64_t owner, const PosixLock& lock);
+  // F_SETLK / F_SETLKW.
+  Status SetLk(uint64_t fh, uint64_t owner, const PosixLock& lock, bool wait,
+               const std::function<bool()>& interrupted);
+
+  // ---- Statistics -----------------------------------------------------------------------
+  FsStats Stats() const;
+  // The folio policy a file uses (for .stats and tests).
+  Result<FolioPolicy> PolicyOf(InodeId ino);
+  nlohmann::ordered_json StatsJson() const;
+
+ private:
+  FileSystem(meta::MetaEngine* meta, store::BlockStore* store, PageCache* cache,
+             const FsOptions& options, meta::FormatRecord format);
+
+  struct Background;
+
+  Result<InodeId> NewInodeId();
+  void BackgroundLoop();
+  Result<Opened> OpenInode(const Cred& cred, const meta::Inode& inode, int flags,
+                           bool check_access);
+  // close(2) drops the caller's POSIX locks on the file; the last close its flock.
+  Status ReleasePosixLocks(const OpenFile& f, uint64_t owner);
+  Status ReleaseFlock(OpenFile& f);
+  // Creates an inode of `proto`'s type named `name` in parent (mknod, mkdir, symlink, create).
+  Result<Attr> CreateNode(const Cred& cred, InodeId parent, std::string_view name,
+                          meta::Inode proto, std::string_view symlink_target, bool exclusive,
+                          bool* existed);
+  // Drops one link of `victim` (unlink, rmdir, rename over it) inside txn.
+  Status DropLink(meta::Txn& txn, meta::Inode* victim, int64_t now_ns);
+  // The inode's attributes with this mount's uncommitted changes (size, times) applied.
+  Attr AttrOf(const meta::Inode& inode) const;
+  Status CheckWritable() const;
+  Result<std::shared_ptr<OpenFile>> HandleOf(uint64_t fh) const;
+
+  meta::MetaEngine* const meta_;
+  store::BlockStore* const store_;
+  PageCache* const cache_;
+  const FsOptions options_;
+  const meta::FormatRecord format_;
+
+  std::unique_ptr<FsCounters> counters_;
+  std::unique_ptr<Background> bg_;
+  std::unique_ptr<SessionKeeper> session_;
+  std::unique_ptr<DataPath> data_;
+
+  std::mutex ids_mu_;
+  uint64_t next_inode_ = 0;   // GUARDED_BY(ids_mu_)
+  uint64_t inode_limit_ = 0;  // GUARDED_BY(ids_mu_)
+
+  mutable std::mutex handles_mu_;
+  uint64_t next_fh_ = 1;  // GUARDED_BY(handles_mu_)
+  std::unordered_map<uint64_t, std::shared_ptr<OpenFile>> files_;   // GUARDED_BY(handles_mu_)
+  std::unordered_map<uint64_t, std::shared_ptr<DirHandle>> dirs_;   // GUARDED_BY(handles_mu_)
+
+  std::atomic<bool> unmounted_{false};
+};
+
+}  // namespace folio::fs

@@ -1,0 +1,139 @@
+// FileSystem::StatsJson: what `.stats` in the mount root shows (live JSON).
+#include "fs/data_path.h"
+#include "fs/file_system.h"
+#include "fs/pack_writer.h"
+#include "fs/session.h"
+#include "fs/store/block_store.h"
+
+namespace folio::fs {
+
+namespace {
+
+nlohmann::ordered_json LatencyJson(const HistogramSnapshot& h) {
+  nlohmann::ordered_json j;
+  j["count"] = h.count;
+  j["mean_us"] = h.Mean() / 1000.0;
+  j["p50_us"] = static_cast<double>(h.Percentile(0.5)) / 1000.0;
+  j["p99_us"] = static_cast<double>(h.Percentile(0.99)) / 1000.0;
+  j["max_us"] = static_cast<double>(h.max) / 1000.0;
+  return j;
+}
+
+nlohmann::ordered_json StoreOpJson(const store::StoreOpStats& s) {
+  nlohmann::ordered_json j;
+  j["requests"] = s.requests;
+  j["errors"] = s.errors;
+  j["bytes"] = s.bytes;
+  j["latency"] = LatencyJson(s.latency_ns);
+  return j;
+}
+
+nlohmann::ordered_json CacheJson(const PageCacheStats& c) {
+  nlohmann::ordered_json j;
+  j["memory_bytes"] = c.memory_bytes;
+  j["resident_bytes"] = c.resident_bytes;
+  j["dirty_bytes"] = c.dirty_bytes;
+  nlohmann::ordered_json orders = nlohmann::ordered_json::array();
+  for (int o = 0; o < kNumOrders; ++o) {
+    const CacheOrderStats& s = c.orders[o];
+    if (s.allocs == 0 && s.resident_folios == 0 && s.hits == 0) continue;
+    nlohmann::ordered_json e;
+    e["order"] = o;
+    e["folio_bytes"] = 4096ull << o;
+    e["resident_folios"] = s.resident_folios;
+    e["resident_bytes"] = s.resident_bytes;
+    e["allocs"] = s.allocs;
+    e["fallbacks"] = s.fallbacks;
+    e["hits"] = s.hits;
+    e["misses"] = s.misses;
+    e["splits"] = s.splits;
+    e["collapses"] = s.collapses;
+    e["evictions"] = s.evictions;
+    orders.push_back(std::move(e));
+  }
+  j["orders"] = std::move(orders);
+  j["readahead_windows"] = c.readahead_windows;
+  j["writeback_requests"] = c.writeback_requests;
+  j["writeback_bytes"] = c.writeback_bytes;
+  j["evictions"] = c.evictions;
+  j["throttled_writes"] = c.throttled_writes;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::ordered_json FileSystem::StatsJson() const {
+  nlohmann::ordered_json j;
+  j["volume"] = format_.name;
+  j["uuid"] = format_.uuid;
+  j["meta"] = meta_->url();
+  j["store_url"] = store_->url();
+  j["session"] = Raw(session_->id());
+  j["block_bytes"] = format_.block_bytes;
+  j["pack_below_bytes"] = format_.pack_below_bytes;
+  j["policy"] = options_.policy.ToString();
+  j["policy_xattr"] = kPolicyXattr;
+  j["read_only"] = options_.read_only;
+
+  const FsStats s = Stats();
+  nlohmann::ordered_json files;
+  files["open"] = s.open_files;
+  files["cached"] = s.cached_inodes;
+  files["read_bytes"] = s.read_bytes;
+  files["write_bytes"] = s.write_bytes;
+  files["commits"] = s.commits;
+  files["slices_committed"] = s.slices_committed;
+  j["files"] = std::move(files);
+
+  const meta::MetaStats ms = meta_->Stats();
+  nlohmann::ordered_json ops = nlohmann::ordered_json::object();
+  for (const meta::MetaOpStats& op : ms.ops) {
+    nlohmann::ordered_json e;
+    e["count"] = op.count;
+    e["errors"] = op.errors;
+    e["retries"] = op.retries;
+    e["latency"] = LatencyJson(op.latency_ns);
+    ops[op.op] = std::move(e);
+  }
+  nlohmann::ordered_json metaj;
+  metaj["ops"] = std::move(ops);
+  metaj["commits"] = ms.commits;
+  metaj["fsyncs"] = ms.fsyncs;
+  j["meta_ops"] = std::move(metaj);
+
+  j["page_cache"] = CacheJson(cache_->Stats());
+
+  const store::StoreStatsSnapshot st = store_->stats();
+  nlohmann::ordered_json storej;
+  storej["put"] = StoreOpJson(st.put);
+  storej["get"] = StoreOpJson(st.get);
+  storej["delete"] = StoreOpJson(st.del);
+  storej["list"] = StoreOpJson(st.list);
+  storej["stored_bytes_read"] = st.stored_bytes_read;
+  storej["stored_bytes_written"] = st.stored_bytes_written;
+  storej["checksum_failures"] = st.checksum_failures;
+  storej["healed"] = st.healed;
+  j["store"] = std::move(storej);
+
+  const store::PackWriterStats ps = data_->packs()->stats();
+  nlohmann::ordered_json packing;
+  packing["packed_files"] = s.packed_files;
+  packing["packed_bytes"] = s.pack_bytes;
+  packing["packs_written"] = ps.packs;
+  packing["pack_bytes_written"] = ps.pack_bytes;
+  packing["sealed_full"] = ps.sealed_full;
+  packing["sealed_timer"] = ps.sealed_timer;
+  packing["sealed_flush"] = ps.sealed_flush;
+  packing["entries_rewritten"] = s.packs_rewritten;
+  j["packing"] = std::move(packing);
+
+  nlohmann::ordered_json comp;
+  comp["chunks_compacted"] = s.chunks_compacted;
+  comp["bytes_rewritten"] = s.compaction_bytes;
+  comp["objects_deleted"] = s.deletions_done;
+  comp["inodes_freed"] = s.inodes_freed;
+  j["compaction"] = std::move(comp);
+  return j;
+}
+
+}  // namespace folio::fs

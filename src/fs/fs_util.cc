@@ -1,0 +1,42 @@
+#include <time.h>
+
+#include <string>
+
+#include "fs/fs_internal.h"
+
+namespace folio::fs {
+
+std::string InodeText(InodeId ino) { return "inode " + std::to_string(Raw(ino)); }
+
+int64_t WallNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+uint64_t MonoNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+Result<meta::Inode> GetInodeOrEnoent(meta::Txn& txn, InodeId ino) {
+  FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Inode> inode, txn.GetInode(ino));
+  if (!inode) return Errno(ENOENT, InodeText(ino));
+  return *inode;
+}
+
+Result<meta::Inode> GetLiveDir(meta::Txn& txn, InodeId ino) {
+  FOLIO_ASSIGN_OR_RETURN(meta::Inode dir, GetInodeOrEnoent(txn, ino));
+  if (dir.type != FileType::kDirectory) return Errno(ENOTDIR, InodeText(ino));
+  if (dir.nlink == 0) return Errno(ENOENT, InodeText(ino) + " (removed directory)");
+  return dir;
+}
+
+Status DeleteXattrs(meta::Txn& txn, InodeId ino) {
+  FOLIO_ASSIGN_OR_RETURN(std::vector<meta::Xattr> xattrs, txn.ListXattrs(ino));
+  for (const meta::Xattr& x : xattrs) FOLIO_RETURN_IF_ERROR(txn.DeleteXattr(ino, x.name));
+  return Status::OK();
+}
+
+}  // namespace folio::fs

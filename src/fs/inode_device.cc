@@ -1,0 +1,598 @@
+// InodeDevice: the write log, reads through the slice lists, flush and commit (see the header).
+#include "fs/inode_device.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/check.h"
+#include "fs/data_path.h"
+#include "fs/fs_internal.h"
+#include "fs/slice_view.h"
+#include "fs/store_io.h"
+
+namespace folio::fs {
+
+namespace {
+
+constexpr uint32_t kMaxObjectBytes = static_cast<uint32_t>(meta::kChunkBytes);
+constexpr uint32_t kPutsPerDeviceMax = 8;
+
+
+
+}  // namespace
+
+struct InodeDevice::PutCtx {
+  InodeDevice* dev = nullptr;
+  std::shared_ptr<LogObject> obj;
+  uint32_t block = 0;
+  store::StoreRequest req;
+};
+
+InodeDevice::InodeDevice(Owner* owner, const DataContext* ctx, InodeId ino,
+                         uint64_t capacity_bytes)
+    : QueuedDevice(256, 8ull << 20),
+      owner_(owner),
+      ctx_(ctx),
+      ino_(ino),
+      name_("folio-fs:" + std::to_string(Raw(ino))),
+      block_bytes_(ctx->format.block_bytes),
+      refresh_ns_(static_cast<uint64_t>(std::max<int64_t>(1000, ctx->format.deletion_grace_ms / 4)) * 1000000),
+      capacity_(capacity_bytes) {}
+
+InodeDevice::~InodeDevice() { WaitPutsBelow(1); }
+
+Status InodeDevice::Init() {
+  std::vector<uint32_t> chunks;
+  FOLIO_RETURN_IF_ERROR(ctx_->meta->Transact("open", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
+    FOLIO_ASSIGN_OR_RETURN(chunks, t.ListChunks(ino_));
+    return Status::OK();
+  }));
+  std::lock_guard<std::mutex> lock(mu_);
+  known_.insert(chunks.begin(), chunks.end());
+  return Status::OK();
+}
+
+io_internal::DeviceGeometry InodeDevice::geometry() const {
+  return io_internal::DeviceGeometry{name_, 4096, 0, size_bytes(), false};
+}
+
+Status InodeDevice::Execute(const io_internal::MergedRequest& m, const iovec* iov) {
+  switch (m.op) {
+    case IoOp::kRead:
+    case IoOp::kWrite: {
+      uint64_t pos = m.offset;
+      for (uint32_t i = 0; i < m.iov_count; ++i) {
+        char* p = static_cast<char*>(iov[i].iov_base);
+        Status s = m.op == IoOp::kRead ? ReadRange(pos, iov[i].iov_len, p)
+                                       : Write(pos, p, iov[i].iov_len);
+        if (!s.ok()) return s;
+        pos += iov[i].iov_len;
+      }
+      return Status::OK();
+    }
+    case IoOp::kFlush: return FlushAndCommit();
+    case IoOp::kTrim: return Trim(m.offset, m.length);
+  }
+  return Status::OK();
+}
+
+// ---- Committed lists -------------------------------------------------------------------
+
+Status InodeDevice::EnsureLoaded(uint32_t chunk) {
+  for (;;) {
+    uint64_t version;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (known_.count(chunk) == 0) {
+        ChunkCache& c = chunks_[chunk];
+        if (!c.loaded) {
+          c.loaded = true;  // a chunk the file never had: empty, nothing to load
+          c.load_ns = MonoNs();
+        }
+        return Status::OK();
+      }
+      ChunkCache& c = chunks_[chunk];
+      if (c.loaded && MonoNs() - c.load_ns < refresh_ns_) return Status::OK();
+      version = c.version;
+    }
+    std::vector<meta::Slice> slices;
+    FOLIO_RETURN_IF_ERROR(ctx_->meta->Transact("read_chunk", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
+      FOLIO_ASSIGN_OR_RETURN(slices, t.GetChunk(ino_, chunk));
+      return Status::OK();
+    }));
+    std::lock_guard<std::mutex> lock(mu_);
+    ChunkCache& c = chunks_[chunk];
+    if (c.version != version) continue;  // changed here meanwhile: load again
+    c.slices = std::move(slices);
+    c.loaded = true;
+    c.load_ns = MonoNs();
+    return Status::OK();
+  }
+}
+
+void InodeDevice::InvalidateChunk(uint32_t chunk) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ChunkCache& c = chunks_[chunk];
+  c.loaded = false;
+  c.version++;
+  known_.insert(chunk);
+}
+
+void InodeDevice::DropCommittedCache() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [idx, c] : chunks_) {
+    c.loaded = false;
+    c.version++;
+  }
+}
+
+std::vector<uint32_t> InodeDevice::KnownChunks() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::vector<uint32_t>(known_.begin(), known_.end());
+}
+
+Result<std::vector<meta::Slice>> InodeDevice::CommittedChunk(uint32_t chunk) {
+  FOLIO_RETURN_IF_ERROR(EnsureLoaded(chunk));
+  std::lock_guard<std::mutex> lock(mu_);
+  return chunks_[chunk].slices;
+}
+
+Result<std::vector<std::pair<uint32_t, uint32_t>>> InodeDevice::DataExtents(uint32_t chunk) {
+  FOLIO_RETURN_IF_ERROR(EnsureLoaded(chunk));
+  std::vector<meta::Slice> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all = chunks_[chunk].slices;
+    for (const PendingRecord& r : pending_) {
+      if (r.chunk == chunk) all.push_back(r.slice);
+    }
+  }
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  for (const Segment& seg : ResolveSlices(all, 0, static_cast<uint32_t>(meta::kChunkBytes))) {
+    if (seg.src < 0 || all[seg.src].kind == meta::SliceKind::kZero) continue;
+    if (!out.empty() && out.back().second == seg.pos) {
+      out.back().second = seg.pos + seg.len;
+    } else {
+      out.emplace_back(seg.pos, seg.pos + seg.len);
+    }
+  }
+  return out;
+}
+
+// ---- Reads -----------------------------------------------------------------------------
+
+Status InodeDevice::ReadRange(uint64_t pos, uint64_t len, char* dst) {
+  StoreBatch batch(ctx_->store);
+  while (len > 0) {
+    const uint32_t chunk = static_cast<uint32_t>(pos / meta::kChunkBytes);
+    const uint32_t from = static_cast<uint32_t>(pos % meta::kChunkBytes);
+    const uint32_t to = static_cast<uint32_t>(std::min<uint64_t>(meta::kChunkBytes, from + len));
+    FOLIO_RETURN_IF_ERROR(EnsureLoaded(chunk));
+    std::lock_guard<std::mutex> lock(mu_);
+    const ChunkCache& c = chunks_[chunk];
+    std::vector<meta::Slice> all = c.slices;
+    const size_t committed = all.size();
+    std::vector<const PendingRecord*> recs;
+    for (const PendingRecord& r : pending_) {
+      if (r.chunk != chunk) continue;
+      all.push_back(r.slice);
+      recs.push_back(&r);
+    }
+    for (const Segment& seg : ResolveSlices(all, from, to)) {
+      char* out = dst + (seg.pos - from);
+      if (seg.src < 0 || all[seg.src].kind == meta::SliceKind::kZero) {
+        std::memset(out, 0, seg.len);
+        continue;
+      }
+      const meta::Slice& s = all[seg.src];
+      const uint64_t obj_off = s.object_off + (seg.pos - s.pos);
+      if (static_cast<size_t>(seg.src) < committed) {
+        AddObjectReads(&batch, s, obj_off, seg.len, block_bytes_, out);
+        continue;
+      }
+      const LogObject& obj = *recs[seg.src - committed]->obj;
+      uint64_t o = obj_off, left = seg.len;
+      while (left > 0) {
+        const uint32_t b = static_cast<uint32_t>(o / block_bytes_);
+        const uint64_t in_block = o % block_bytes_;
+        const uint64_t n = std::min<uint64_t>(left, block_bytes_ - in_block);
+        const LogObject::Block& blk = obj.blocks[b];
+        if (blk.state != LogObject::BlockState::kStored) {
+          FOLIO_CHECK(in_block + n <= blk.data.size());
+          std::memcpy(out, blk.data.data() + in_block, n);
+        } else {
+          const uint64_t size = obj.sealed ? obj.bytes : (static_cast<uint64_t>(b) + 1) * block_bytes_;
+          batch.Get(BlockKey(Raw(obj.id), b, size, block_bytes_), in_block, n, out);
+        }
+        out += n;
+        o += n;
+        left -= n;
+      }
+    }
+    dst += to - from;
+    pos += to - from;
+    len -= to - from;
+  }
+  Status s = batch.Run();
+  if (!s.ok()) return s.WithContext(InodeText(ino_) + ": read");
+  return Status::OK();
+}
+
+// ---- Writes ----------------------------------------------------------------------------
+
+Status InodeDevice::Write(uint64_t pos, const char* src, uint64_t len) {
+  PutList puts;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    FOLIO_RETURN_IF_ERROR(AppendLocked(pos, src, len, &puts));
+  }
+  SubmitPuts(puts);
+  WaitPutsBelow(kPutsPerDeviceMax);
+  return Status::OK();
+}
+
+Status InodeDevice::AppendLocked(uint64_t pos, const char* src, uint64_t len, PutList* puts) {
+  while (len > 0) {
+    if (!current_ || current_->bytes == kMaxObjectBytes) {
+      if (current_) SealLocked(puts);
+      FOLIO_ASSIGN_OR_RETURN(meta::SliceId id, owner_->NewSliceId());
+      current_ = std::make_shared<LogObject>();
+      current_->id = id;
+    }
+    LogObject& obj = *current_;
+    const uint32_t chunk = static_cast<uint32_t>(pos / meta::kChunkBytes);
+    const uint32_t cpos = static_cast<uint32_t>(pos % meta::kChunkBytes);
+    uint64_t take = std::min<uint64_t>({len, meta::kChunkBytes - cpos, kMaxObjectBytes - obj.bytes});
+    // Never past a block's end in one step, so a full block can be put at once.
+    take = std::min<uint64_t>(take, block_bytes_ - obj.bytes % block_bytes_);
+    const uint32_t b = static_cast<uint32_t>(obj.bytes / block_bytes_);
+    if (b >= obj.blocks.size()) obj.blocks.resize(b + 1);
+    LogObject::Block& blk = obj.blocks[b];
+    blk.data.insert(blk.data.end(), src, src + take);
+    const uint32_t o = obj.bytes;
+    obj.bytes += static_cast<uint32_t>(take);
+    if (blk.data.size() == block_bytes_) {
+      blk.state = LogObject::BlockState::kPutting;
+      puts->push_back(MakePut(current_, b));
+    }
+    PendingRecord* last = pending_.empty() ? nullptr : &pending_.back();
+    if (last != nullptr && last->obj == current_ && last->chunk == chunk &&
+        last->slice.pos + last->slice.len == cpos && last->slice.object_off + last->slice.len == o) {
+      last->slice.len += static_cast<uint32_t>(take);
+    } else {
+      PendingRecord r;
+      r.seq = next_seq_++;
+      r.chunk = chunk;
+      r.slice.pos = cpos;
+      r.slice.len = static_cast<uint32_t>(take);
+      r.slice.id = obj.id;
+      r.slice.object_off = o;
+      r.slice.kind = meta::SliceKind::kBlocks;
+      r.obj = current_;
+      pending_.push_back(std::move(r));
+      known_.insert(chunk);
+    }
+    pos += take;
+    src += take;
+    len -= take;
+  }
+  return Status::OK();
+}
+
+void InodeDevice::SealLocked(PutList* puts) {
+  if (!current_) return;
+  LogObject& obj = *current_;
+  obj.sealed = true;
+  if (obj.bytes % block_bytes_ != 0) {
+    const uint32_t b = static_cast<uint32_t>(obj.bytes / block_bytes_);
+    obj.blocks[b].state = LogObject::BlockState::kPutting;
+    puts->push_back(MakePut(current_, b));
+  }
+  for (PendingRecord& r : pending_) {
+    if (r.obj == current_) r.slice.object_bytes = obj.bytes;
+  }
+  current_.reset();
+}
+
+InodeDevice::PutItem InodeDevice::MakePut(const std::shared_ptr<LogObject>& obj, uint32_t b) const {
+  PutItem p;
+  p.obj = obj;
+  p.block = b;
+  const uint64_t size = obj->sealed ? obj->bytes : (static_cast<uint64_t>(b) + 1) * block_bytes_;
+  p.key = BlockKey(Raw(obj->id), b, size, block_bytes_);
+  // The block is full or sealed: its buffer no longer changes while the put reads it.
+  p.data = obj->blocks[b].data.data();
+  return p;
+}
+
+void InodeDevice::SubmitPuts(const PutList& puts) {
+  if (puts.empty()) return;
+  std::vector<store::StoreRequest*> reqs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    puts_in_flight_ += static_cast<uint32_t>(puts.size());
+  }
+  for (const PutItem& p : puts) {
+    auto* ctx = new PutCtx;
+    ctx->dev = this;
+    ctx->obj = p.obj;
+    ctx->block = p.block;
+    ctx->req.ResetPut(p.key, p.data);
+    ctx->req.done = &InodeDevice::OnPutDone;
+    ctx->req.ctx = ctx;
+    reqs.push_back(&ctx->req);
+  }
+  ctx_->store->Submit(reqs);
+}
+
+void InodeDevice::OnPutDone(store::StoreRequest* req) {
+  std::unique_ptr<PutCtx> ctx(static_cast<PutCtx*>(req->ctx));
+  InodeDevice* dev = ctx->dev;
+  std::lock_guard<std::mutex> lock(dev->mu_);
+  LogObject::Block& blk = ctx->obj->blocks[ctx->block];
+  if (req->status.ok()) {
+    blk.state = LogObject::BlockState::kStored;
+    std::vector<char>().swap(blk.data);
+  } else {
+    blk.state = LogObject::BlockState::kFailed;
+    blk.error = req->status;
+  }
+  dev->puts_in_flight_--;
+  dev->puts_cv_.notify_all();
+}
+
+void InodeDevice::WaitPutsBelow(uint32_t limit) {
+  std::unique_lock<std::mutex> lock(mu_);
+  puts_cv_.wait(lock, [&] { return puts_in_flight_ < limit; });
+}
+
+// ---- Trims and zero records ------------------------------------------------------------
+
+bool InodeDevice::OverlapsDataLocked(uint32_t chunk, uint32_t from, uint32_t to) const {
+  auto it = chunks_.find(chunk);
+  if (it != chunks_.end()) {
+    for (const meta::Slice& s : it->second.slices) {
+      if (s.kind != meta::SliceKind::kZero && s.pos < to && from < s.pos + s.len) return true;
+    }
+  }
+  for (const PendingRecord& r : pending_) {
+    if (r.chunk == chunk && r.slice.kind != meta::SliceKind::kZero && r.slice.pos < to &&
+        from < r.slice.pos + r.slice.len) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Status InodeDevice::Trim(uint64_t pos, uint64_t len) {
+  const uint64_t end = pos + len;
+  for (uint32_t chunk : KnownChunks()) {
+    const uint64_t base = static_cast<uint64_t>(chunk) * meta::kChunkBytes;
+    if (base + meta::kChunkBytes <= pos || base >= end) continue;
+    FOLIO_RETURN_IF_ERROR(EnsureLoaded(chunk));
+    const uint32_t from = static_cast<uint32_t>(std::max(pos, base) - base);
+    const uint32_t to = static_cast<uint32_t>(std::min(end, base + meta::kChunkBytes) - base);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!OverlapsDataLocked(chunk, from, to)) continue;
+    PendingRecord r;
+    r.seq = next_seq_++;
+    r.chunk = chunk;
+    r.slice.pos = from;
+    r.slice.len = to - from;
+    r.slice.kind = meta::SliceKind::kZero;
+    pending_.push_back(std::move(r));
+  }
+  return Status::OK();
+}
+
+void InodeDevice::AddZero(uint64_t pos, uint64_t len) {
+  const uint64_t end = pos + len;
+  std::lock_guard<std::mutex> lock(mu_);
+  while (pos < end) {
+    const uint32_t chunk = static_cast<uint32_t>(pos / meta::kChunkBytes);
+    const uint32_t from = static_cast<uint32_t>(pos % meta::kChunkBytes);
+    const uint32_t to = static_cast<uint32_t>(std::min<uint64_t>(meta::kChunkBytes, from + (end - pos)));
+    PendingRecord r;
+    r.seq = next_seq_++;
+    r.chunk = chunk;
+    r.slice.pos = from;
+    r.slice.len = to - from;
+    r.slice.kind = meta::SliceKind::kZero;
+    pending_.push_back(std::move(r));
+    pos += to - from;
+  }
+}
+
+// ---- Flush -----------------------------------------------------------------------------
+
+Status InodeDevice::FlushAndCommit() {
+  bool frozen = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const PendingRecord& r : pending_) frozen |= r.frozen;
+  }
+  // A packed file's content must be committed before anything written after it.
+  if (frozen) FOLIO_RETURN_IF_ERROR(owner_->WaitPacked());
+
+  std::lock_guard<std::mutex> flush_lock(flush_mu_);
+  bool data = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const PendingRecord& r : pending_) data |= r.obj != nullptr && !r.frozen;
+  }
+  if (const uint64_t pack_size = data ? owner_->PackSize() : 0; pack_size > 0) {
+    // A small file: its whole content becomes one entry of a shared pack, not a slice.
+    std::vector<char> content(pack_size);
+    FOLIO_RETURN_IF_ERROR(ReadRange(0, pack_size, content.data()));
+    std::vector<std::shared_ptr<LogObject>> orphans;
+    FreezeLocked(content, &orphans);
+    WaitPutsBelow(1);
+    DeleteOrphans(orphans);
+    return owner_->PackContent(content);
+  }
+  std::vector<PendingRecord> commit;
+  PutList puts;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    SealLocked(&puts);
+    for (const PendingRecord& r : pending_) {
+      if (r.frozen) break;  // packed meanwhile again: stop before it (ordering)
+      commit.push_back(r);
+      if (!r.obj) continue;
+      for (uint32_t b = 0; b < r.obj->blocks.size(); ++b) {
+        LogObject::Block& blk = r.obj->blocks[b];
+        // Failed puts are retried; a sealed object's block never put is a pack that failed.
+        if (blk.state == LogObject::BlockState::kFailed ||
+            (r.obj->sealed && blk.state == LogObject::BlockState::kFilling)) {
+          blk.state = LogObject::BlockState::kPutting;
+          puts.push_back(MakePut(r.obj, b));
+        }
+      }
+    }
+  }
+  SubmitPuts(puts);
+  WaitPutsBelow(1);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const PendingRecord& r : commit) {
+      if (!r.obj) continue;
+      for (const LogObject::Block& blk : r.obj->blocks) {
+        if (blk.state == LogObject::BlockState::kFailed) {
+          return blk.error.WithContext(InodeText(ino_) + ": writing a block of slice " +
+                                       std::to_string(Raw(r.obj->id)));
+        }
+      }
+    }
+  }
+  FOLIO_RETURN_IF_ERROR(owner_->CommitRecords(commit));
+  if (commit.empty()) return Status::OK();
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t last_seq = commit.back().seq;
+  size_t n = 0;
+  while (n < pending_.size() && pending_[n].seq <= last_seq) ++n;
+  for (size_t i = 0; i < n; ++i) {
+    const PendingRecord& r = pending_[i];
+    ChunkCache& c = chunks_[r.chunk];
+    if (c.loaded) c.slices.push_back(r.slice);
+    c.version++;
+    known_.insert(r.chunk);
+  }
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<long>(n));
+  return Status::OK();
+}
+
+bool InodeDevice::HasPending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !pending_.empty();
+}
+
+// ---- Truncation, discarding, packing ---------------------------------------------------
+
+void InodeDevice::DeleteOrphans(const std::vector<std::shared_ptr<LogObject>>& candidates) {
+  StoreBatch batch(ctx_->store);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::shared_ptr<LogObject>& obj : candidates) {
+      bool named = false;
+      for (const PendingRecord& r : pending_) named |= r.obj == obj;
+      if (named || obj == current_) continue;
+      for (uint32_t b = 0; b < obj->blocks.size(); ++b) {
+        if (obj->blocks[b].state != LogObject::BlockState::kStored) continue;
+        const uint64_t size = obj->sealed ? obj->bytes : (static_cast<uint64_t>(b) + 1) * block_bytes_;
+        batch.Delete(BlockKey(Raw(obj->id), b, size, block_bytes_));
+      }
+    }
+  }
+  (void)batch.Run();  // a failed delete leaves garbage for gc, never a dangling reference
+}
+
+void InodeDevice::CutPending(uint64_t size) {
+  std::lock_guard<std::mutex> flush_lock(flush_mu_);
+  std::vector<std::shared_ptr<LogObject>> touched;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<PendingRecord> kept;
+    for (PendingRecord& r : pending_) {
+      const uint64_t start = static_cast<uint64_t>(r.chunk) * meta::kChunkBytes + r.slice.pos;
+      if (r.obj) touched.push_back(r.obj);
+      if (start >= size) continue;
+      if (start + r.slice.len > size) r.slice.len = static_cast<uint32_t>(size - start);
+      kept.push_back(std::move(r));
+    }
+    pending_.swap(kept);
+  }
+  WaitPutsBelow(1);
+  DeleteOrphans(touched);
+}
+
+void InodeDevice::DiscardPending() {
+  std::lock_guard<std::mutex> flush_lock(flush_mu_);
+  std::vector<std::shared_ptr<LogObject>> touched;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const PendingRecord& r : pending_) {
+      if (r.obj) touched.push_back(r.obj);
+    }
+    if (current_) touched.push_back(current_);
+    pending_.clear();
+    current_.reset();
+  }
+  WaitPutsBelow(1);
+  DeleteOrphans(touched);
+}
+
+void InodeDevice::FreezeLocked(std::vector<char> content,
+                               std::vector<std::shared_ptr<LogObject>>* orphans) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const PendingRecord& r : pending_) {
+    if (r.obj) orphans->push_back(r.obj);
+  }
+  if (current_) orphans->push_back(current_);
+  pending_.clear();
+  current_.reset();
+  auto obj = std::make_shared<LogObject>();
+  obj->bytes = static_cast<uint32_t>(content.size());
+  obj->sealed = true;
+  obj->blocks.resize(1);
+  obj->blocks[0].data = std::move(content);
+  PendingRecord r;
+  r.seq = next_seq_++;
+  r.chunk = 0;
+  r.slice.pos = 0;
+  r.slice.len = obj->bytes;
+  r.slice.object_bytes = obj->bytes;
+  r.slice.kind = meta::SliceKind::kBlocks;
+  r.obj = std::move(obj);
+  r.frozen = true;
+  pending_.push_back(std::move(r));
+  known_.insert(0);
+}
+
+void InodeDevice::Packed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (!pending_[i].frozen) continue;
+    pending_.erase(pending_.begin() + static_cast<long>(i));
+    break;
+  }
+  ChunkCache& c = chunks_[0];
+  c.loaded = false;
+  c.version++;
+  known_.insert(0);
+}
+
+Status InodeDevice::UnfreezeAfterFailedPack() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (PendingRecord& r : pending_) {
+    if (!r.frozen) continue;
+    // It stays where it is in the write order; the next flush puts its block (an unstored
+    // block of a sealed object) and commits it like any record.
+    FOLIO_ASSIGN_OR_RETURN(meta::SliceId id, owner_->NewSliceId());
+    r.obj->id = id;
+    r.slice.id = id;
+    r.frozen = false;
+  }
+  return Status::OK();
+}
+
+}  // namespace folio::fs

@@ -1,0 +1,198 @@
+// InodeDevice: one regular file's data as a BlockDevice, the device under the file's page-cache
+// address space. The cache's misses read it; the cache's writeback writes it; the cache's
+// Fsync flushes it.
+//
+//   write   appended to the file's write log: the current LogObject (a stored slice being
+//           built, up to 64 MiB). A write contiguous with the previous one (in the file and in
+//           the object) extends its record, so sequential writeback makes one large record;
+//           random writeback makes many records in one object. Each block of the object is put
+//           to the store as soon as it is full (its buffer freed when the put completed).
+//   read    resolves the chunk's slices, newest last: the committed list (cached here, loaded
+//           from the metadata on first use and reloaded when older than a quarter of the
+//           deletion grace period) and then the pending records; segments come from pending
+//           buffers, ranged store gets (all in flight at once) or zeros.
+//   trim    the cache's zero ranges (a truncate, a write past the end): a kZero record where
+//           some older record still has data.
+//   flush   seals the current object (its last, short block is put), waits until every block
+//           the pending records name is stored, then hands the records to the owner, which
+//           commits them with the file's size and times in one transaction; only then do they
+//           join the committed list. A failed put keeps its buffer, fails the flush, and is
+//           retried by the next flush.
+//
+// Invariants:
+//   1. A record names bytes [object_off, object_off + len) of its object; a sealed object's
+//      size never changes, an unsealed one only grows, and only the current object is
+//      unsealed.
+//   2. Pending records are in write order (seq ascending); a flush commits a prefix of them.
+//   3. A block's buffer is present until its put completed OK; after that it is read from the
+//      store.
+//   4. Records are changed in place (CutPending) only under flush_mu_, which a flush holds
+//      from its copy of the records until they are committed.
+//
+// Lock order: flush_mu_ before mu_. Store completions take mu_ only.
+// Thread safety: every method is thread-safe.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fs/fs_types.h"
+#include "fs/store/block_store.h"
+#include "io/queued_device.h"
+#include "meta/meta_engine.h"
+
+namespace folio::fs {
+
+struct DataContext;
+
+// One stored slice of the write log.
+struct LogObject {
+  meta::SliceId id{0};
+  uint32_t bytes = 0;  // appended so far; final once sealed
+  bool sealed = false;
+  enum class BlockState : uint8_t { kFilling, kPutting, kStored, kFailed };
+  struct Block {
+    std::vector<char> data;  // present until the put completed OK
+    BlockState state = BlockState::kFilling;
+    Status error;
+  };
+  std::vector<Block> blocks;
+};
+
+struct PendingRecord {
+  uint64_t seq = 0;
+  uint32_t chunk = 0;
+  meta::Slice slice;               // object_bytes set when the object is sealed
+  std::shared_ptr<LogObject> obj;  // null for kZero
+  // A small file's whole content waiting in the pack writer: read like any record, never
+  // committed by a flush (the pack writer commits it).
+  bool frozen = false;
+};
+
+class InodeDevice final : public io_internal::QueuedDevice {
+ public:
+  class Owner {
+   public:
+    virtual ~Owner() = default;
+    virtual Result<meta::SliceId> NewSliceId() = 0;
+    // Commits the records (in order) and the file's attributes in one transaction.
+    virtual Status CommitRecords(std::span<const PendingRecord> records) = 0;
+    // A flush found a frozen record: make the pack writer commit it now, and wait.
+    virtual Status WaitPacked() = 0;
+    // Asked by a flush with data pending, before it seals anything: the file's size when the
+    // file should be written as one pack entry instead (small), else 0.
+    virtual uint64_t PackSize() const = 0;
+    // The flush froze the file's whole content (FreezeLocked): hand it to the packs.
+    virtual Status PackContent(const std::vector<char>& content) = 0;
+  };
+
+  InodeDevice(Owner* owner, const DataContext* ctx, InodeId ino, uint64_t capacity_bytes);
+  ~InodeDevice() override;
+
+  // Loads the list of the file's chunks. Called once before use.
+  Status Init();
+
+  std::string name() const override { return name_; }
+  uint32_t logical_block_bytes() const override { return 4096; }
+  uint64_t size_bytes() const override { return capacity_.load(std::memory_order_acquire); }
+  bool supports_trim() const override { return true; }
+  void SetCapacity(uint64_t bytes) { capacity_.store(bytes, std::memory_order_release); }
+
+  // The file content [pos, pos + len) as this device sees it (committed + pending).
+  Status ReadRange(uint64_t pos, uint64_t len, char* dst);
+  // Flush as the cache's Fsync does it (see the header comment).
+  Status FlushAndCommit();
+  // Cuts pending records at `size` (a truncate); objects nothing names any more are deleted.
+  void CutPending(uint64_t size);
+  // A pending kZero record over [pos, pos + len) (punch hole, zero range).
+  void AddZero(uint64_t pos, uint64_t len);
+  // Drops every pending record and deletes the objects they wrote (the file is gone).
+  void DiscardPending();
+  bool HasPending() const;
+
+  // Replaces every pending record by one frozen record holding `content` (a small file handed
+  // to the pack writer); the objects the old records wrote are returned for deletion.
+  void FreezeLocked(std::vector<char> content,
+                    std::vector<std::shared_ptr<LogObject>>* orphans);  // REQUIRES: flush_mu_
+  // The pack writer committed the frozen record (chunk 0 now holds its kPacked slice).
+  void Packed();
+  // The pack failed: the frozen content goes back to being an ordinary pending write.
+  Status UnfreezeAfterFailedPack();
+
+  // The committed list of a chunk changed in the metadata (truncate, compaction, packing):
+  // the next read loads it again. (Never replaced in place: a commit of this device racing
+  // the caller could append to it in between.)
+  void InvalidateChunk(uint32_t chunk);
+  // Forgets every cached committed list (another mount changed the file).
+  void DropCommittedCache();
+  // Chunks that have (or may have) slices, ascending.
+  std::vector<uint32_t> KnownChunks() const;
+  // The committed slice list of a chunk (loading it if needed).
+  Result<std::vector<meta::Slice>> CommittedChunk(uint32_t chunk);
+  // The extents [start, end) of a chunk that hold data (committed and pending; kZero and
+  // holes excluded), ascending and merged.
+  Result<std::vector<std::pair<uint32_t, uint32_t>>> DataExtents(uint32_t chunk);
+
+ protected:
+  Status Execute(const io_internal::MergedRequest& m, const iovec* iov) override;
+  io_internal::DeviceGeometry geometry() const override;
+
+ private:
+  struct ChunkCache {
+    bool loaded = false;
+    uint64_t load_ns = 0;
+    uint64_t version = 0;  // bumped by every change made here
+    std::vector<meta::Slice> slices;
+  };
+  struct PutCtx;
+  struct PutItem {
+    std::shared_ptr<LogObject> obj;
+    uint32_t block = 0;
+    store::ObjectKey key;
+    const char* data = nullptr;
+  };
+  using PutList = std::vector<PutItem>;
+
+  Status Write(uint64_t pos, const char* src, uint64_t len);
+  Status Trim(uint64_t pos, uint64_t len);
+  Status EnsureLoaded(uint32_t chunk);
+  // Appends len bytes of a write at file position pos to the log. REQUIRES: mu_.
+  Status AppendLocked(uint64_t pos, const char* src, uint64_t len,
+                      PutList* puts);
+  void SealLocked(PutList* puts);
+  PutItem MakePut(const std::shared_ptr<LogObject>& obj, uint32_t b) const;  // REQUIRES: mu_
+  void SubmitPuts(const PutList& puts);
+  static void OnPutDone(store::StoreRequest* req);
+  void WaitPutsBelow(uint32_t limit);
+  // Deletes the stored blocks of objects that no pending record names (never committed).
+  void DeleteOrphans(const std::vector<std::shared_ptr<LogObject>>& candidates);
+  bool OverlapsDataLocked(uint32_t chunk, uint32_t from, uint32_t to) const;
+
+  Owner* const owner_;
+  const DataContext* const ctx_;
+  const InodeId ino_;
+  const std::string name_;
+  const uint64_t block_bytes_;
+  const uint64_t refresh_ns_;
+  std::atomic<uint64_t> capacity_;
+
+  std::mutex flush_mu_;
+  mutable std::mutex mu_;
+  std::condition_variable puts_cv_;
+  std::map<uint32_t, ChunkCache> chunks_;     // GUARDED_BY(mu_)
+  std::set<uint32_t> known_;                  // GUARDED_BY(mu_)
+  std::vector<PendingRecord> pending_;        // GUARDED_BY(mu_)
+  std::shared_ptr<LogObject> current_;        // GUARDED_BY(mu_)
+  uint64_t next_seq_ = 1;                     // GUARDED_BY(mu_)
+  uint32_t puts_in_flight_ = 0;               // GUARDED_BY(mu_)
+};
+
+}  // namespace folio::fs

@@ -1,0 +1,211 @@
+// FileSystem: lookup and the operations that make a node (mknod, mkdir, symlink, link), each
+// one metadata transaction.
+#include <sys/stat.h>
+
+#include <string>
+
+#include "fs/data_path.h"
+#include "fs/file_system.h"
+#include "fs/fs_internal.h"
+#include "fs/perm.h"
+
+namespace folio::fs {
+
+namespace {
+
+constexpr uint64_t kInodeBatch = 1024;
+constexpr uint32_t kLinkMax = 0x7fffffff;
+
+}  // namespace
+
+Result<InodeId> FileSystem::NewInodeId() {
+  std::lock_guard<std::mutex> lock(ids_mu_);
+  if (next_inode_ == inode_limit_) {
+    FOLIO_ASSIGN_OR_RETURN(uint64_t first, meta_->AllocateIds(meta::Counter::kNextInode, kInodeBatch));
+    next_inode_ = first;
+    inode_limit_ = first + kInodeBatch;
+  }
+  return InodeId{next_inode_++};
+}
+
+Status FileSystem::CheckWritable() const {
+  if (options_.read_only) return Errno(EROFS, "read-only mount");
+  return Status::OK();
+}
+
+Attr FileSystem::AttrOf(const meta::Inode& inode) const {
+  Attr a;
+  a.inode = inode;
+  if (inode.type == FileType::kRegular) data_->Overlay(&a.inode);
+  switch (a.inode.type) {
+    case FileType::kRegular: a.blocks_512 = (a.inode.size_bytes + 4095) / 4096 * 8; break;
+    case FileType::kDirectory: a.blocks_512 = 8; break;
+    default: a.blocks_512 = 0; break;
+  }
+  return a;
+}
+
+Result<Attr> FileSystem::Lookup(const Cred& cred, InodeId parent, std::string_view name) {
+  FOLIO_RETURN_IF_ERROR(CheckName(name));
+  meta::Inode out;
+  Status s = meta_->Transact("lookup", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
+    FOLIO_ASSIGN_OR_RETURN(meta::Inode dir, GetLiveDir(t, parent));
+    FOLIO_RETURN_IF_ERROR(CheckAccess(dir, cred, kMayExec));
+    if (name == ".") {
+      out = dir;
+      return Status::OK();
+    }
+    if (name == "..") {
+      FOLIO_ASSIGN_OR_RETURN(out, GetInodeOrEnoent(t, dir.parent));
+      return Status::OK();
+    }
+    FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Entry> e, t.GetEntry(parent, name));
+    if (!e) return Errno(ENOENT, std::string(name));
+    FOLIO_ASSIGN_OR_RETURN(out, GetInodeOrEnoent(t, e->ino));
+    return Status::OK();
+  });
+  if (!s.ok()) return s;
+  return AttrOf(out);
+}
+
+Result<Attr> FileSystem::CreateNode(const Cred& cred, InodeId parent, std::string_view name,
+                                    meta::Inode proto, std::string_view symlink_target,
+                                    bool exclusive, bool* existed) {
+  FOLIO_RETURN_IF_ERROR(CheckWritable());
+  FOLIO_RETURN_IF_ERROR(CheckName(name));
+  if (name == "." || name == "..") return Errno(EEXIST, std::string(name));
+  if ((proto.type == FileType::kCharDevice || proto.type == FileType::kBlockDevice) &&
+      !cred.IsRoot()) {
+    return Errno(EPERM, "mknod of a device by uid " + std::to_string(cred.uid));
+  }
+  FOLIO_ASSIGN_OR_RETURN(InodeId id, NewInodeId());
+  const int64_t now = WallNs();
+  const char* op = proto.type == FileType::kDirectory ? "mkdir"
+                   : proto.type == FileType::kSymlink ? "symlink"
+                   : proto.type == FileType::kRegular ? "create"
+                                                      : "mknod";
+  meta::Inode out;
+  if (existed != nullptr) *existed = false;
+  Status s = meta_->Transact(op, meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+    if (existed != nullptr) *existed = false;
+    FOLIO_ASSIGN_OR_RETURN(meta::Inode dir, GetLiveDir(t, parent));
+    FOLIO_RETURN_IF_ERROR(CheckAccess(dir, cred, kMayExec));
+    FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Entry> e, t.GetEntry(parent, name));
+    if (e) {
+      if (exclusive || existed == nullptr) return Errno(EEXIST, std::string(name));
+      FOLIO_ASSIGN_OR_RETURN(out, GetInodeOrEnoent(t, e->ino));
+      *existed = true;
+      return Status::OK();
+    }
+    FOLIO_RETURN_IF_ERROR(CheckAccess(dir, cred, kMayWrite));
+    if (proto.type == FileType::kDirectory && dir.nlink >= kLinkMax) {
+      return Errno(EMLINK, InodeText(parent));
+    }
+    meta::Inode inode = proto;
+    inode.ino = id;
+    InitOwner(dir, cred, &inode);
+    inode.atime_ns = inode.mtime_ns = inode.ctime_ns = now;
+    inode.nlink = proto.type == FileType::kDirectory ? 2 : 1;
+    inode.parent = proto.type == FileType::kDirectory ? parent : InodeId{0};
+    inode.size_bytes = proto.type == FileType::kSymlink ? symlink_target.size() : 0;
+    FOLIO_RETURN_IF_ERROR(t.PutInode(inode));
+    FOLIO_RETURN_IF_ERROR(t.PutEntry(meta::Entry{parent, std::string(name), id, inode.type}));
+    if (proto.type == FileType::kSymlink) FOLIO_RETURN_IF_ERROR(t.PutSymlink(id, symlink_target));
+    if (proto.type == FileType::kRegular || proto.type == FileType::kDirectory) {
+      // A directory's folio policy is inherited by everything made below it.
+      FOLIO_ASSIGN_OR_RETURN(std::optional<std::string> policy, t.GetXattr(parent, kPolicyXattr));
+      if (policy) FOLIO_RETURN_IF_ERROR(t.PutXattr(id, kPolicyXattr, *policy));
+    }
+    dir.mtime_ns = dir.ctime_ns = now;
+    dir.size_bytes += 1;
+    if (proto.type == FileType::kDirectory) dir.nlink += 1;
+    FOLIO_RETURN_IF_ERROR(t.PutInode(dir));
+    FOLIO_RETURN_IF_ERROR(t.AddToCounter(meta::Counter::kUsedInodes, 1));
+    out = inode;
+    return Status::OK();
+  });
+  if (!s.ok()) return s;
+  return AttrOf(out);
+}
+
+Result<Attr> FileSystem::Mknod(const Cred& cred, InodeId parent, std::string_view name,
+                               FileType type, uint32_t mode, uint64_t rdev) {
+  if (type == FileType::kDirectory || type == FileType::kSymlink) {
+    return Errno(EINVAL, "mknod of a directory or symlink");
+  }
+  meta::Inode proto;
+  proto.type = type;
+  proto.mode = mode & 07777;
+  proto.rdev = (type == FileType::kCharDevice || type == FileType::kBlockDevice) ? rdev : 0;
+  return CreateNode(cred, parent, name, proto, {}, /*exclusive=*/true, nullptr);
+}
+
+Result<Attr> FileSystem::Mkdir(const Cred& cred, InodeId parent, std::string_view name,
+                               uint32_t mode) {
+  meta::Inode proto;
+  proto.type = FileType::kDirectory;
+  proto.mode = mode & 07777;
+  return CreateNode(cred, parent, name, proto, {}, /*exclusive=*/true, nullptr);
+}
+
+Result<Attr> FileSystem::Symlink(const Cred& cred, InodeId parent, std::string_view name,
+                                 std::string_view target) {
+  if (target.empty()) return Errno(ENOENT, "empty symlink target");
+  if (target.size() > kSymlinkMaxBytes) {
+    return Errno(ENAMETOOLONG, "symlink target of " + std::to_string(target.size()) + " bytes");
+  }
+  meta::Inode proto;
+  proto.type = FileType::kSymlink;
+  proto.mode = 0777;
+  return CreateNode(cred, parent, name, proto, target, /*exclusive=*/true, nullptr);
+}
+
+Result<Attr> FileSystem::Link(const Cred& cred, InodeId ino, InodeId new_parent,
+                              std::string_view new_name) {
+  FOLIO_RETURN_IF_ERROR(CheckWritable());
+  FOLIO_RETURN_IF_ERROR(CheckName(new_name));
+  if (new_name == "." || new_name == "..") return Errno(EEXIST, std::string(new_name));
+  const int64_t now = WallNs();
+  meta::Inode out;
+  Status s = meta_->Transact("link", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+    FOLIO_ASSIGN_OR_RETURN(meta::Inode inode, GetInodeOrEnoent(t, ino));
+    if (inode.type == FileType::kDirectory) return Errno(EPERM, "hard link to a directory");
+    if (inode.nlink == 0) return Errno(ENOENT, InodeText(ino) + " (unlinked)");
+    if (inode.nlink >= kLinkMax) return Errno(EMLINK, InodeText(ino));
+    if ((inode.flags & (meta::kInodeFlagImmutable | meta::kInodeFlagAppend)) != 0) {
+      return Errno(EPERM, InodeText(ino) + " is immutable");
+    }
+    FOLIO_ASSIGN_OR_RETURN(meta::Inode dir, GetLiveDir(t, new_parent));
+    FOLIO_RETURN_IF_ERROR(CheckAccess(dir, cred, kMayWrite | kMayExec));
+    FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Entry> e, t.GetEntry(new_parent, new_name));
+    if (e) return Errno(EEXIST, std::string(new_name));
+    FOLIO_RETURN_IF_ERROR(
+        t.PutEntry(meta::Entry{new_parent, std::string(new_name), ino, inode.type}));
+    inode.nlink += 1;
+    inode.ctime_ns = now;
+    FOLIO_RETURN_IF_ERROR(t.PutInode(inode));
+    dir.mtime_ns = dir.ctime_ns = now;
+    dir.size_bytes += 1;
+    FOLIO_RETURN_IF_ERROR(t.PutInode(dir));
+    out = inode;
+    return Status::OK();
+  });
+  if (!s.ok()) return s;
+  return AttrOf(out);
+}
+
+Result<std::string> FileSystem::ReadLink(InodeId ino) {
+  std::string target;
+  Status s = meta_->Transact("readlink", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
+    FOLIO_ASSIGN_OR_RETURN(meta::Inode inode, GetInodeOrEnoent(t, ino));
+    if (inode.type != FileType::kSymlink) return Errno(EINVAL, InodeText(ino) + " is no symlink");
+    FOLIO_ASSIGN_OR_RETURN(std::optional<std::string> got, t.GetSymlink(ino));
+    if (!got) return Status::Corruption(InodeText(ino) + ": symlink without a target");
+    target = std::move(*got);
+    return Status::OK();
+  });
+  if (!s.ok()) return s;
+  return target;
+}
+
+}  // namespace folio::fs

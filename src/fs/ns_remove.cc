@@ -1,0 +1,99 @@
+// FileSystem: unlink, rmdir, and what dropping the last link of an inode does.
+//
+// The last link of a regular file: if a handle is open on this mount the inode is kept
+// (nlink 0) and recorded as sustained by this session; if another session sustains it, it is
+// kept too; otherwise a kInode item goes on the deletion queue (the data path frees its chunks
+// there, which queues their slices with the grace period). Other node types are freed in the
+// same transaction (they have no data).
+#include <string>
+
+#include "fs/data_path.h"
+#include "fs/file_system.h"
+#include "fs/fs_internal.h"
+#include "fs/perm.h"
+#include "fs/session.h"
+
+namespace folio::fs {
+
+Status FileSystem::DropLink(meta::Txn& t, meta::Inode* victim, int64_t now_ns) {
+  victim->ctime_ns = now_ns;
+  if (victim->type == FileType::kDirectory) {
+    victim->nlink = 0;
+  } else if (victim->nlink > 0) {
+    victim->nlink -= 1;
+  }
+  if (victim->nlink > 0) return t.PutInode(*victim);
+  if (victim->type == FileType::kRegular) {
+    FOLIO_RETURN_IF_ERROR(t.PutInode(*victim));
+    if (data_->MarkSustainedIfOpen(victim->ino)) {
+      return t.AddSustained(session_->id(), victim->ino);
+    }
+    FOLIO_ASSIGN_OR_RETURN(bool held, t.IsSustained(victim->ino));
+    if (held) return Status::OK();
+    meta::Deletion d;
+    d.kind = meta::DeletionKind::kInode;
+    d.id = Raw(victim->ino);
+    d.not_before_ns = now_ns;
+    FOLIO_ASSIGN_OR_RETURN(uint64_t key, t.QueueDeletion(d));
+    (void)key;
+    return Status::OK();
+  }
+  if (victim->type == FileType::kSymlink) FOLIO_RETURN_IF_ERROR(t.DeleteSymlink(victim->ino));
+  FOLIO_RETURN_IF_ERROR(DeleteXattrs(t, victim->ino));
+  FOLIO_RETURN_IF_ERROR(t.DeleteInode(victim->ino));
+  return t.AddToCounter(meta::Counter::kUsedInodes, -1);
+}
+
+Status FileSystem::Unlink(const Cred& cred, InodeId parent, std::string_view name) {
+  FOLIO_RETURN_IF_ERROR(CheckWritable());
+  FOLIO_RETURN_IF_ERROR(CheckName(name));
+  if (name == "." || name == "..") return Errno(EISDIR, std::string(name));
+  const int64_t now = WallNs();
+  InodeId gone{0};
+  Status s = meta_->Transact("unlink", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+    gone = InodeId{0};
+    FOLIO_ASSIGN_OR_RETURN(meta::Inode dir, GetLiveDir(t, parent));
+    FOLIO_RETURN_IF_ERROR(CheckAccess(dir, cred, kMayExec));
+    FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Entry> e, t.GetEntry(parent, name));
+    if (!e) return Errno(ENOENT, std::string(name));
+    if (e->type == FileType::kDirectory) return Errno(EISDIR, std::string(name));
+    FOLIO_ASSIGN_OR_RETURN(meta::Inode victim, GetInodeOrEnoent(t, e->ino));
+    FOLIO_RETURN_IF_ERROR(CheckDelete(dir, victim, cred));
+    FOLIO_RETURN_IF_ERROR(t.DeleteEntry(parent, name));
+    dir.mtime_ns = dir.ctime_ns = now;
+    if (dir.size_bytes > 0) dir.size_bytes -= 1;
+    FOLIO_RETURN_IF_ERROR(t.PutInode(dir));
+    FOLIO_RETURN_IF_ERROR(DropLink(t, &victim, now));
+    if (victim.nlink == 0) gone = victim.ino;
+    return Status::OK();
+  });
+  if (s.ok() && gone != InodeId{0}) data_->ForgetIfClosed(gone);
+  return s;
+}
+
+Status FileSystem::Rmdir(const Cred& cred, InodeId parent, std::string_view name) {
+  FOLIO_RETURN_IF_ERROR(CheckWritable());
+  FOLIO_RETURN_IF_ERROR(CheckName(name));
+  if (name == ".") return Errno(EINVAL, "rmdir .");
+  if (name == "..") return Errno(ENOTEMPTY, "rmdir ..");
+  const int64_t now = WallNs();
+  return meta_->Transact("rmdir", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+    FOLIO_ASSIGN_OR_RETURN(meta::Inode dir, GetLiveDir(t, parent));
+    FOLIO_RETURN_IF_ERROR(CheckAccess(dir, cred, kMayExec));
+    FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Entry> e, t.GetEntry(parent, name));
+    if (!e) return Errno(ENOENT, std::string(name));
+    if (e->type != FileType::kDirectory) return Errno(ENOTDIR, std::string(name));
+    FOLIO_ASSIGN_OR_RETURN(meta::Inode victim, GetInodeOrEnoent(t, e->ino));
+    FOLIO_RETURN_IF_ERROR(CheckDelete(dir, victim, cred));
+    FOLIO_ASSIGN_OR_RETURN(std::vector<meta::Entry> inside, t.ListEntries(victim.ino, "", 1));
+    if (!inside.empty()) return Errno(ENOTEMPTY, std::string(name));
+    FOLIO_RETURN_IF_ERROR(t.DeleteEntry(parent, name));
+    dir.mtime_ns = dir.ctime_ns = now;
+    if (dir.size_bytes > 0) dir.size_bytes -= 1;
+    if (dir.nlink > 2) dir.nlink -= 1;
+    FOLIO_RETURN_IF_ERROR(t.PutInode(dir));
+    return DropLink(t, &victim, now);
+  });
+}
+
+}  // namespace folio::fs
