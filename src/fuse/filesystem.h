@@ -6,9 +6,19 @@
 // cannot reply twice or forget to reply, and they can be tested without a mount.
 //
 // Lookup counts (the kernel's references to inodes) are kept by the adapter: every successful
-// Lookup reply adds one to the inode's count, Forget subtracts, and a Forget of more than was
+// Lookup reply (and every entry of a ReadDirPage with attributes, and Create, Mknod, Mkdir,
+// Symlink, Link) adds one to the inode's count, Forget subtracts, and a Forget of more than was
 // looked up aborts (a bug in the kernel protocol handling, never an operating error). Forget is
 // passed on so a file system with dynamic inodes can free them when the count reaches zero.
+//
+// Who is asking: CallerContext() is the request's context (uid, gid, pid, umask, the lock
+// owner) while the adapter runs a call; its supplementary groups are read only when asked
+// (a /proc read). Outside an adapter call (tests) it is root's.
+//
+// The operations past the core set (namespace changes, directories, xattrs, locks, lseek,
+// copy_file_range) have defaults that refuse them (EPERM for namespace changes, ENOSYS or
+// EOPNOTSUPP otherwise), so a file system with a fixed namespace (the export) implements only
+// the core.
 //
 // Thread safety: the adapter calls every method concurrently from its worker threads;
 // implementations must be thread-safe.
@@ -17,6 +27,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -39,6 +50,7 @@ struct NodeAttr {
   uint32_t uid = 0;
   uint32_t gid = 0;
   uint64_t size_bytes = 0;
+  uint64_t rdev = 0;
   uint32_t blksize_bytes = 4096;
   uint64_t blocks_512 = 0;
   timespec atime{};
@@ -67,6 +79,16 @@ struct DirEntry {
   mode_t mode = 0;  // only the type bits matter
 };
 
+// One entry of a directory page: `offset` is where the listing resumes after it; `entry` is
+// filled for readdirplus.
+struct DirPageEntry {
+  std::string name;
+  InodeId ino{0};
+  mode_t mode = 0;
+  uint64_t offset = 0;
+  EntryReply entry;
+};
+
 // The parts of a setattr request; `has_*` says which fields the caller wants changed.
 struct SetAttrRequest {
   bool has_size = false;
@@ -74,7 +96,19 @@ struct SetAttrRequest {
   bool has_mode = false;
   mode_t mode = 0;
   bool has_owner = false;  // uid and/or gid
+  bool has_uid = false;
+  uint32_t uid = 0;
+  bool has_gid = false;
+  uint32_t gid = 0;
   bool has_times = false;  // atime and/or mtime
+  bool has_atime = false;  // with atime_now: UTIME_NOW, else the value
+  bool atime_now = false;
+  timespec atime{};
+  bool has_mtime = false;
+  bool mtime_now = false;
+  timespec mtime{};
+  bool has_fh = false;     // through an open file (ftruncate, futimens)
+  uint64_t fh = 0;
 };
 
 enum class SyncKind { kData, kDataAndMetadata };  // fdatasync, fsync
@@ -95,7 +129,36 @@ struct ConnectionInfo {
   uint32_t max_write_bytes = 0;
   uint32_t max_readahead_bytes = 0;
   uint32_t max_background = 0;
+  bool writeback_cache = false;  // the kernel caches writes (FUSE_CAP_WRITEBACK_CACHE)
 };
+
+// An fcntl(2) lock as the kernel describes it: l_type F_RDLCK / F_WRLCK / F_UNLCK, the
+// inclusive range [start, end] (end UINT64_MAX: to the end of file), the owner's pid.
+struct FileLock {
+  short type = 0;
+  uint64_t start = 0;
+  uint64_t end = UINT64_MAX;
+  uint32_t pid = 0;
+};
+
+// The context of the request being served (see the header comment).
+struct RequestContext {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint32_t pid = 0;
+  mode_t umask = 0;
+  uint64_t lock_owner = 0;     // flush, release, locks
+  bool flock_release = false;  // release: drop the owner's flock
+  // The caller's supplementary groups (read on first use); empty when unknown.
+  std::vector<uint32_t> Groups() const;
+  // Whether the kernel interrupted the request (a blocking lock gives up with EINTR).
+  bool Interrupted() const;
+
+  void* request = nullptr;  // the adapter's request handle (null outside the adapter)
+};
+
+// The context of the call being served on this thread.
+const RequestContext& CallerContext();
 
 class Filesystem {
  public:
@@ -120,7 +183,8 @@ class Filesystem {
   // Returns the bytes written (short only at the end of a fixed-size file).
   virtual Result<size_t> Write(InodeId ino, uint64_t fh, uint64_t pos,
                                std::span<const char> in) = 0;
-  // Each close(2) of a descriptor of the open file. The result is close(2)'s.
+  // Each close(2) of a descriptor of the open file (CallerContext().lock_owner is the
+  // closer's POSIX lock owner). The result is close(2)'s.
   virtual Status Flush(InodeId ino, uint64_t fh) = 0;
   // The last close of the open file (its fh is not used again). The result is ignored by the
   // kernel: an implementation must not lose data here.
@@ -129,10 +193,70 @@ class Filesystem {
   // fallocate(2): `mode` is its FALLOC_FL_* bits.
   virtual Status Fallocate(InodeId ino, uint64_t fh, int mode, uint64_t pos, uint64_t len) = 0;
 
-  // Every entry of a directory, "." and ".." first. The adapter pages through the list by
-  // offset, so it must be stable while the directory does not change.
-  virtual Result<std::vector<DirEntry>> ReadDir(InodeId dir) = 0;
+  // Every entry of a directory, "." and ".." first (file systems with small fixed
+  // directories implement this; ReadDirPage's default pages through it).
+  virtual Result<std::vector<DirEntry>> ReadDir(InodeId /*dir*/) {
+    return Status::FromErrno(ENOSYS, "readdir");
+  }
   virtual Result<FsStatfs> StatFs() = 0;
+
+  // ---- Namespace changes (default: EPERM) -------------------------------------------------
+  // mode: type and permission bits after the caller's umask.
+  virtual Result<EntryReply> Mknod(InodeId parent, std::string_view name, mode_t mode,
+                                   dev_t rdev);
+  virtual Result<EntryReply> Mkdir(InodeId parent, std::string_view name, mode_t mode);
+  virtual Status Unlink(InodeId parent, std::string_view name);
+  virtual Status Rmdir(InodeId parent, std::string_view name);
+  virtual Result<EntryReply> Symlink(std::string_view target, InodeId parent,
+                                     std::string_view name);
+  virtual Result<std::string> ReadLink(InodeId ino);
+  // flags: RENAME_NOREPLACE, RENAME_EXCHANGE.
+  virtual Status Rename(InodeId parent, std::string_view name, InodeId new_parent,
+                        std::string_view new_name, unsigned flags);
+  virtual Result<EntryReply> Link(InodeId ino, InodeId new_parent, std::string_view new_name);
+  struct CreateReply {
+    EntryReply entry;
+    OpenReply open;
+  };
+  virtual Result<CreateReply> Create(InodeId parent, std::string_view name, mode_t mode,
+                                     int flags);
+
+  // ---- Directories ------------------------------------------------------------------------
+  // Default: handle 0, pages cut from ReadDir(dir) (offset = index + 1).
+  virtual Result<uint64_t> OpenDir(InodeId /*ino*/, int /*flags*/) { return uint64_t{0}; }
+  // At most max_entries entries from `offset` (0 = the start; else an offset a previous
+  // entry carried); with plus, each entry's EntryReply ("." and ".." need none).
+  virtual Result<std::vector<DirPageEntry>> ReadDirPage(InodeId ino, uint64_t fh,
+                                                        uint64_t offset, size_t max_entries,
+                                                        bool plus);
+  virtual Status ReleaseDir(InodeId /*ino*/, uint64_t /*fh*/) { return Status::OK(); }
+  virtual Status FsyncDir(InodeId /*ino*/, uint64_t /*fh*/, SyncKind /*kind*/) {
+    return Status::OK();
+  }
+
+  // ---- Extended attributes (default: EOPNOTSUPP) -------------------------------------------
+  virtual Result<std::string> GetXattr(InodeId ino, std::string_view name);
+  // flags: XATTR_CREATE, XATTR_REPLACE.
+  virtual Status SetXattr(InodeId ino, std::string_view name, std::string_view value, int flags);
+  virtual Result<std::vector<std::string>> ListXattr(InodeId ino);
+  virtual Status RemoveXattr(InodeId ino, std::string_view name);
+
+  // access(2) (only without default_permissions). Default: allowed.
+  virtual Status Access(InodeId /*ino*/, int /*mask*/) { return Status::OK(); }
+
+  // ---- Locks (default: ENOSYS; the owner is CallerContext().lock_owner) --------------------
+  // flock(2): op is LOCK_SH / LOCK_EX / LOCK_UN, with LOCK_NB when it must not wait.
+  virtual Status Flock(InodeId ino, uint64_t fh, int op);
+  virtual Result<FileLock> GetLk(InodeId ino, uint64_t fh, const FileLock& lock);
+  virtual Status SetLk(InodeId ino, uint64_t fh, const FileLock& lock, bool wait);
+
+  // ---- Data extras ------------------------------------------------------------------------
+  // lseek(2) with SEEK_DATA / SEEK_HOLE (default: ENOSYS, the kernel then serves what it can).
+  virtual Result<uint64_t> Lseek(InodeId ino, uint64_t fh, uint64_t pos, int whence);
+  // copy_file_range(2). Returns the bytes copied. Default: ENOSYS (the kernel copies).
+  virtual Result<uint64_t> CopyFileRange(InodeId ino_in, uint64_t fh_in, uint64_t pos_in,
+                                         InodeId ino_out, uint64_t fh_out, uint64_t pos_out,
+                                         uint64_t len);
 };
 
 }  // namespace folio::fuse

@@ -1,3 +1,6 @@
+// The low-level ops table: init, lookup / forget, attributes, open files, statfs; the caller
+// context; lookup counting. Namespace and directory operations: lowlevel_ns_ops.cc; xattrs,
+// locks, lseek, copy_file_range: lowlevel_extra_ops.cc.
 #define FUSE_USE_VERSION 312
 #include "fuse/lowlevel_ops.h"
 
@@ -17,6 +20,7 @@
 #include "base/aligned_buffer.h"
 #include "base/check.h"
 #include "base/clock.h"
+#include "fuse/lowlevel_util.h"
 
 namespace folio::fuse {
 
@@ -46,51 +50,61 @@ uint64_t LookupCounts::Get(InodeId ino) const {
   return it == counts_.end() ? 0 : it->second;
 }
 
+// ---- The caller context ----------------------------------------------------------------
+
 namespace {
 
-AdapterContext* Ctx(fuse_req_t req) { return static_cast<AdapterContext*>(fuse_req_userdata(req)); }
+thread_local const RequestContext* tl_caller = nullptr;
 
-int ErrnoOf(const Status& s) {
-  const int err = s.ToErrno();
-  return err > 0 ? err : EIO;
+}  // namespace
+
+const RequestContext& CallerContext() {
+  static const RequestContext root;
+  return tl_caller != nullptr ? *tl_caller : root;
 }
 
-// Runs body(ctx) for a request: a body replies itself and returns OK, or returns an error and
-// the guard replies with its errno. Nothing thrown crosses into libfuse's C frames.
-template <typename Body>
-void Serve(fuse_req_t req, FuseOp op, Body&& body) {
-  AdapterContext* ctx = Ctx(req);
-  ctx->stats.RecordRequest(op);
-  Status s;
-  try {
-    s = body(ctx);
-  } catch (const std::bad_alloc&) {
-    s = Status::FromErrno(ENOMEM, "out of memory");
-  } catch (...) {
-    s = Status::IOError("internal error: exception in a FUSE handler");
+std::vector<uint32_t> RequestContext::Groups() const {
+  std::vector<uint32_t> out;
+  if (request == nullptr) return out;
+  gid_t list[64];
+  const int n = fuse_req_getgroups(static_cast<fuse_req_t>(request), 64, list);
+  for (int i = 0; i < std::min(n, 64); ++i) out.push_back(list[i]);
+  return out;
+}
+
+bool RequestContext::Interrupted() const {
+  return request != nullptr && fuse_req_interrupted(static_cast<fuse_req_t>(request)) != 0;
+}
+
+namespace internal {
+
+ScopedCaller::ScopedCaller(const RequestContext* ctx) : saved_(tl_caller) { tl_caller = ctx; }
+ScopedCaller::~ScopedCaller() { tl_caller = saved_; }
+
+RequestContext ContextOf(fuse_req_t req, const fuse_file_info* fi) {
+  RequestContext c;
+  const fuse_ctx* f = fuse_req_ctx(req);
+  c.uid = f->uid;
+  c.gid = f->gid;
+  c.pid = static_cast<uint32_t>(f->pid);
+  c.umask = f->umask;
+  if (fi != nullptr) {
+    c.lock_owner = fi->lock_owner;
+    c.flock_release = fi->flock_release != 0;
   }
-  if (!s.ok()) {
-    ctx->stats.RecordError(op);
-    fuse_reply_err(req, ErrnoOf(s));
-  }
+  c.request = req;
+  return c;
 }
 
-struct stat ToStat(const NodeAttr& a) {
-  struct stat st;
-  std::memset(&st, 0, sizeof(st));
-  st.st_ino = static_cast<ino_t>(a.ino);
-  st.st_mode = a.mode;
-  st.st_nlink = a.nlink;
-  st.st_uid = a.uid;
-  st.st_gid = a.gid;
-  st.st_size = static_cast<off_t>(a.size_bytes);
-  st.st_blksize = a.blksize_bytes;
-  st.st_blocks = static_cast<blkcnt_t>(a.blocks_512);
-  st.st_atim = a.atime;
-  st.st_mtim = a.mtime;
-  st.st_ctim = a.ctime;
-  return st;
-}
+}  // namespace internal
+
+using internal::Ctx;
+using internal::FillOpen;
+using internal::ReplyEntry;
+using internal::Serve;
+using internal::ToStat;
+
+namespace {
 
 // A per-worker-thread buffer for read replies, 4 KiB aligned, grown to the largest request
 // (max_write / max_pages bound it at 1 MiB) and reused: no allocation per read.
@@ -109,23 +123,32 @@ char* ReadBuffer(size_t bytes) {
 void OpInit(void* userdata, fuse_conn_info* conn) {
   AdapterContext* ctx = static_cast<AdapterContext*>(userdata);
   ctx->stats.RecordRequest(FuseOp::kInit);
+  const MountOptions& o = ctx->options;
   // Data moves through our buffers: no splice (it costs a pipe per request for no gain here).
   conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
-  conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
-  const unsigned wanted = FUSE_CAP_ASYNC_READ | FUSE_CAP_ASYNC_DIO | FUSE_CAP_ATOMIC_O_TRUNC;
+  conn->want &= ~(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS |
+                  FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO);
+  unsigned wanted = FUSE_CAP_ASYNC_READ | FUSE_CAP_ASYNC_DIO | FUSE_CAP_ATOMIC_O_TRUNC;
+  if (o.locks) wanted |= FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS;
+  if (o.readdirplus) wanted |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
+  if (o.writeback_cache) wanted |= FUSE_CAP_WRITEBACK_CACHE;
+  if (o.parallel_dirops) wanted |= FUSE_CAP_PARALLEL_DIROPS;
   conn->want |= conn->capable & wanted;
   // libfuse clamps max_write to its buffer (256 pages) and asks the kernel for max_pages to
   // match, so reads and writes travel in requests of up to 1 MiB.
-  conn->max_write = ctx->options.max_write_bytes;
-  conn->max_readahead = std::min(conn->max_readahead, ctx->options.max_readahead_bytes);
-  conn->max_background = ctx->options.max_background;
-  conn->congestion_threshold = ctx->options.max_background * 3 / 4;
+  conn->max_write = o.max_write_bytes;
+  conn->max_readahead = std::min(conn->max_readahead, o.max_readahead_bytes);
+  conn->max_background = o.max_background;
+  conn->congestion_threshold = o.max_background * 3 / 4;
+  // The file system does not apply the umask itself: the kernel does (FUSE_CAP_DONT_MASK off).
+  conn->want &= ~FUSE_CAP_DONT_MASK;
   ConnectionInfo info;
   info.protocol_major = conn->proto_major;
   info.protocol_minor = conn->proto_minor;
   info.max_write_bytes = conn->max_write;
   info.max_readahead_bytes = conn->max_readahead;
   info.max_background = conn->max_background;
+  info.writeback_cache = (conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0;
   try {
     ctx->fs->Init(info);
   } catch (...) {
@@ -139,19 +162,12 @@ void ForgetOne(AdapterContext* ctx, fuse_ino_t ino, uint64_t nlookup) {
 }
 
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
-  Serve(req, FuseOp::kLookup, [&](AdapterContext* ctx) -> Status {
+  Serve(req, FuseOp::kLookup, nullptr, [&](AdapterContext* ctx) -> Status {
     FOLIO_ASSIGN_OR_RETURN(EntryReply e, ctx->fs->Lookup(InodeId{parent}, name));
-    fuse_entry_param p;
-    std::memset(&p, 0, sizeof(p));
-    p.ino = static_cast<fuse_ino_t>(e.attr.ino);
-    p.attr = ToStat(e.attr);
-    p.attr_timeout = e.attr_timeout_s;
-    p.entry_timeout = e.entry_timeout_s;
-    ReplyWithReference(ctx, e.attr.ino, [&] { return fuse_reply_entry(req, &p); });
+    ReplyEntry(ctx, req, e);
     return Status::OK();
   });
 }
-
 
 void OpForget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
   AdapterContext* ctx = Ctx(req);
@@ -167,40 +183,54 @@ void OpForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
   fuse_reply_none(req);
 }
 
-void OpGetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* /*fi*/) {
-  Serve(req, FuseOp::kGetAttr, [&](AdapterContext* ctx) -> Status {
+void OpGetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Serve(req, FuseOp::kGetAttr, fi, [&](AdapterContext* ctx) -> Status {
     FOLIO_ASSIGN_OR_RETURN(NodeAttr a, ctx->fs->GetAttr(InodeId{ino}));
     struct stat st = ToStat(a);
-    fuse_reply_attr(req, &st, 1.0);
+    fuse_reply_attr(req, &st, ctx->options.attr_timeout_s);
     return Status::OK();
   });
 }
 
+SetAttrRequest ToSetAttr(const struct stat* attr, int to_set, const fuse_file_info* fi) {
+  SetAttrRequest r;
+  r.has_size = (to_set & FUSE_SET_ATTR_SIZE) != 0;
+  r.size_bytes = static_cast<uint64_t>(attr->st_size);
+  r.has_mode = (to_set & FUSE_SET_ATTR_MODE) != 0;
+  r.mode = attr->st_mode;
+  r.has_uid = (to_set & FUSE_SET_ATTR_UID) != 0;
+  r.uid = attr->st_uid;
+  r.has_gid = (to_set & FUSE_SET_ATTR_GID) != 0;
+  r.gid = attr->st_gid;
+  r.has_owner = r.has_uid || r.has_gid;
+  r.has_atime = (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW)) != 0;
+  r.atime_now = (to_set & FUSE_SET_ATTR_ATIME_NOW) != 0;
+  r.atime = attr->st_atim;
+  r.has_mtime = (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)) != 0;
+  r.mtime_now = (to_set & FUSE_SET_ATTR_MTIME_NOW) != 0;
+  r.mtime = attr->st_mtim;
+  r.has_times = r.has_atime || r.has_mtime || (to_set & FUSE_SET_ATTR_CTIME) != 0;
+  if (fi != nullptr) {
+    r.has_fh = true;
+    r.fh = fi->fh;
+  }
+  return r;
+}
+
 void OpSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
-               fuse_file_info* /*fi*/) {
-  Serve(req, FuseOp::kSetAttr, [&](AdapterContext* ctx) -> Status {
-    SetAttrRequest r;
-    r.has_size = (to_set & FUSE_SET_ATTR_SIZE) != 0;
-    r.size_bytes = static_cast<uint64_t>(attr->st_size);
-    r.has_mode = (to_set & FUSE_SET_ATTR_MODE) != 0;
-    r.mode = attr->st_mode;
-    r.has_owner = (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) != 0;
-    r.has_times = (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
-                             FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME)) != 0;
-    FOLIO_ASSIGN_OR_RETURN(NodeAttr a, ctx->fs->SetAttr(InodeId{ino}, r));
+               fuse_file_info* fi) {
+  Serve(req, FuseOp::kSetAttr, fi, [&](AdapterContext* ctx) -> Status {
+    FOLIO_ASSIGN_OR_RETURN(NodeAttr a, ctx->fs->SetAttr(InodeId{ino}, ToSetAttr(attr, to_set, fi)));
     struct stat st = ToStat(a);
-    fuse_reply_attr(req, &st, 1.0);
+    fuse_reply_attr(req, &st, ctx->options.attr_timeout_s);
     return Status::OK();
   });
 }
 
 void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  Serve(req, FuseOp::kOpen, [&](AdapterContext* ctx) -> Status {
+  Serve(req, FuseOp::kOpen, fi, [&](AdapterContext* ctx) -> Status {
     FOLIO_ASSIGN_OR_RETURN(OpenReply o, ctx->fs->Open(InodeId{ino}, fi->flags));
-    fi->fh = o.fh;
-    fi->direct_io = o.direct_io ? 1 : 0;
-    fi->keep_cache = o.keep_cache ? 1 : 0;
-    fi->nonseekable = o.nonseekable ? 1 : 0;
+    FillOpen(o, fi);
     if (fuse_reply_open(req, fi) != 0) {
       // The open was interrupted: the kernel will never release this handle, so we do.
       Status ignored = ctx->fs->Release(InodeId{ino}, o.fh);
@@ -211,7 +241,7 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
-  Serve(req, FuseOp::kRead, [&](AdapterContext* ctx) -> Status {
+  Serve(req, FuseOp::kRead, fi, [&](AdapterContext* ctx) -> Status {
     const uint64_t t0 = MonotonicNowNs();
     char* buf = ReadBuffer(size);
     FOLIO_ASSIGN_OR_RETURN(size_t n, ctx->fs->Read(InodeId{ino}, fi->fh,
@@ -224,7 +254,7 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
 
 void OpWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
              fuse_file_info* fi) {
-  Serve(req, FuseOp::kWrite, [&](AdapterContext* ctx) -> Status {
+  Serve(req, FuseOp::kWrite, fi, [&](AdapterContext* ctx) -> Status {
     const uint64_t t0 = MonotonicNowNs();
     FOLIO_ASSIGN_OR_RETURN(size_t n, ctx->fs->Write(InodeId{ino}, fi->fh,
                                                     static_cast<uint64_t>(off), {buf, size}));
@@ -235,7 +265,7 @@ void OpWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t
 }
 
 void OpFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  Serve(req, FuseOp::kFlush, [&](AdapterContext* ctx) -> Status {
+  Serve(req, FuseOp::kFlush, fi, [&](AdapterContext* ctx) -> Status {
     FOLIO_RETURN_IF_ERROR(ctx->fs->Flush(InodeId{ino}, fi->fh));
     fuse_reply_err(req, 0);
     return Status::OK();
@@ -243,7 +273,7 @@ void OpFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  Serve(req, FuseOp::kRelease, [&](AdapterContext* ctx) -> Status {
+  Serve(req, FuseOp::kRelease, fi, [&](AdapterContext* ctx) -> Status {
     FOLIO_RETURN_IF_ERROR(ctx->fs->Release(InodeId{ino}, fi->fh));
     fuse_reply_err(req, 0);
     return Status::OK();
@@ -251,7 +281,7 @@ void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 void OpFsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) {
-  Serve(req, FuseOp::kFsync, [&](AdapterContext* ctx) -> Status {
+  Serve(req, FuseOp::kFsync, fi, [&](AdapterContext* ctx) -> Status {
     const uint64_t t0 = MonotonicNowNs();
     FOLIO_RETURN_IF_ERROR(ctx->fs->Fsync(InodeId{ino}, fi->fh,
                                          datasync ? SyncKind::kData : SyncKind::kDataAndMetadata));
@@ -263,7 +293,7 @@ void OpFsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) {
 
 void OpFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t length,
                  fuse_file_info* fi) {
-  Serve(req, FuseOp::kFallocate, [&](AdapterContext* ctx) -> Status {
+  Serve(req, FuseOp::kFallocate, fi, [&](AdapterContext* ctx) -> Status {
     if (off < 0 || length <= 0) return Status::FromErrno(EINVAL, "fallocate range");
     FOLIO_RETURN_IF_ERROR(ctx->fs->Fallocate(InodeId{ino}, fi->fh, mode,
                                              static_cast<uint64_t>(off),
@@ -273,30 +303,8 @@ void OpFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t leng
   });
 }
 
-void OpReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* /*fi*/) {
-  Serve(req, FuseOp::kReadDir, [&](AdapterContext* ctx) -> Status {
-    FOLIO_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, ctx->fs->ReadDir(InodeId{ino}));
-    std::vector<char> buf(size);
-    size_t used = 0;
-    for (size_t i = off < 0 ? 0 : static_cast<size_t>(off); i < entries.size(); ++i) {
-      struct stat st;
-      std::memset(&st, 0, sizeof(st));
-      st.st_ino = static_cast<ino_t>(entries[i].ino);
-      st.st_mode = entries[i].mode;
-      // The offset of an entry is where the next readdir resumes: the next index.
-      const size_t need = fuse_add_direntry(req, buf.data() + used, size - used,
-                                            entries[i].name.c_str(), &st,
-                                            static_cast<off_t>(i + 1));
-      if (need > size - used) break;
-      used += need;
-    }
-    fuse_reply_buf(req, buf.data(), used);
-    return Status::OK();
-  });
-}
-
 void OpStatFs(fuse_req_t req, fuse_ino_t /*ino*/) {
-  Serve(req, FuseOp::kStatFs, [&](AdapterContext* ctx) -> Status {
+  Serve(req, FuseOp::kStatFs, nullptr, [&](AdapterContext* ctx) -> Status {
     FOLIO_ASSIGN_OR_RETURN(FsStatfs f, ctx->fs->StatFs());
     struct statvfs sv;
     std::memset(&sv, 0, sizeof(sv));
@@ -312,30 +320,6 @@ void OpStatFs(fuse_req_t req, fuse_ino_t /*ino*/) {
     fuse_reply_statfs(req, &sv);
     return Status::OK();
   });
-}
-
-// The namespace is the file system's to change; this adapter's file systems have a fixed one.
-void OpCreate(fuse_req_t req, fuse_ino_t /*parent*/, const char* name, mode_t /*mode*/,
-              fuse_file_info* /*fi*/) {
-  Serve(req, FuseOp::kCreate, [&](AdapterContext*) -> Status {
-    return Status::FromErrno(EPERM, std::string("create ") + name);
-  });
-}
-
-void OpMknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) {
-  Serve(req, FuseOp::kOther, [](AdapterContext*) { return Status::FromErrno(EPERM, "mknod"); });
-}
-void OpMkdir(fuse_req_t req, fuse_ino_t, const char*, mode_t) {
-  Serve(req, FuseOp::kOther, [](AdapterContext*) { return Status::FromErrno(EPERM, "mkdir"); });
-}
-void OpUnlink(fuse_req_t req, fuse_ino_t, const char*) {
-  Serve(req, FuseOp::kOther, [](AdapterContext*) { return Status::FromErrno(EPERM, "unlink"); });
-}
-void OpRmdir(fuse_req_t req, fuse_ino_t, const char*) {
-  Serve(req, FuseOp::kOther, [](AdapterContext*) { return Status::FromErrno(EPERM, "rmdir"); });
-}
-void OpRename(fuse_req_t req, fuse_ino_t, const char*, fuse_ino_t, const char*, unsigned int) {
-  Serve(req, FuseOp::kOther, [](AdapterContext*) { return Status::FromErrno(EPERM, "rename"); });
 }
 
 fuse_lowlevel_ops MakeOps() {
@@ -354,14 +338,9 @@ fuse_lowlevel_ops MakeOps() {
   ops.release = OpRelease;
   ops.fsync = OpFsync;
   ops.fallocate = OpFallocate;
-  ops.readdir = OpReadDir;
   ops.statfs = OpStatFs;
-  ops.create = OpCreate;
-  ops.mknod = OpMknod;
-  ops.mkdir = OpMkdir;
-  ops.unlink = OpUnlink;
-  ops.rmdir = OpRmdir;
-  ops.rename = OpRename;
+  internal::AddNamespaceOps(&ops);
+  internal::AddExtraOps(&ops);
   return ops;
 }
 
@@ -372,6 +351,10 @@ int ReplyWithReference(AdapterContext* ctx, InodeId ino, const std::function<int
   const int r = reply();
   if (r != 0) ForgetOne(ctx, static_cast<fuse_ino_t>(ino), 1);
   return r;
+}
+
+void ForgetReferences(AdapterContext* ctx, InodeId ino, uint64_t n) {
+  ForgetOne(ctx, static_cast<fuse_ino_t>(ino), n);
 }
 
 const fuse_lowlevel_ops& LowLevelOps() {

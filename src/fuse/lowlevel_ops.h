@@ -1,4 +1,6 @@
 // The low-level ops table adapter: libfuse callbacks -> Filesystem calls -> exactly one reply.
+// lowlevel_ops.cc, lowlevel_ns_ops.cc and lowlevel_extra_ops.cc are the only users of
+// fuse_lowlevel.h (their shared helpers: lowlevel_util.h).
 //
 // Every callback runs its body inside one guard that catches anything thrown (a C frame is
 // above it) and turns a non-OK Status into fuse_reply_err; a body that succeeds sends its own
@@ -53,5 +55,8 @@ const fuse_lowlevel_ops& LowLevelOps();
 // file system told as for a FORGET. `reply` returns the fuse_reply_* result (0 on success),
 // which is returned.
 int ReplyWithReference(AdapterContext* ctx, InodeId ino, const std::function<int()>& reply);
+// Takes back n references counted for a reply that did not reach the kernel (a readdirplus
+// page), telling the file system as for a FORGET.
+void ForgetReferences(AdapterContext* ctx, InodeId ino, uint64_t n);
 
 }  // namespace folio::fuse

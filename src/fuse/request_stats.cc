@@ -22,6 +22,18 @@ std::string_view FuseOpName(FuseOp op) {
     case FuseOp::kFallocate: return "fallocate";
     case FuseOp::kAccess: return "access";
     case FuseOp::kCreate: return "create";
+    case FuseOp::kMknod: return "mknod";
+    case FuseOp::kMkdir: return "mkdir";
+    case FuseOp::kUnlink: return "unlink";
+    case FuseOp::kRmdir: return "rmdir";
+    case FuseOp::kSymlink: return "symlink";
+    case FuseOp::kReadLink: return "readlink";
+    case FuseOp::kRename: return "rename";
+    case FuseOp::kLink: return "link";
+    case FuseOp::kXattr: return "xattr";
+    case FuseOp::kLock: return "lock";
+    case FuseOp::kLseek: return "lseek";
+    case FuseOp::kCopyFileRange: return "copy_file_range";
     case FuseOp::kOther: return "other";
     case FuseOp::kCount: break;
   }

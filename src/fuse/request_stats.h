@@ -34,6 +34,18 @@ enum class FuseOp : uint8_t {
   kFallocate,
   kAccess,
   kCreate,
+  kMknod,
+  kMkdir,
+  kUnlink,
+  kRmdir,
+  kSymlink,
+  kReadLink,
+  kRename,
+  kLink,
+  kXattr,  // get / set / list / remove
+  kLock,   // flock, getlk, setlk
+  kLseek,
+  kCopyFileRange,
   kOther,  // namespace changes and the rest: refused by the adapter
   kCount,
 };

@@ -23,9 +23,10 @@ namespace {
 // "-o" options of the session: the kernel checks permissions (default_permissions), the mount
 // is named after this process so `folio export --unmount` finds it.
 std::string SessionOptions(const MountOptions& o) {
-  std::string opts = "fsname=" + FsnameForPid(getpid()) + ",subtype=" + o.subtype +
-                     ",default_permissions";
+  std::string opts = "fsname=" + FsnameForPid(getpid()) + ",subtype=" + o.subtype;
+  if (o.default_permissions) opts += ",default_permissions";
   if (o.allow_other) opts += ",allow_other";
+  if (o.read_only) opts += ",ro";
   return opts;
 }
 

@@ -39,6 +39,16 @@ struct MountOptions {
   uint32_t max_readahead_bytes = 1u << 20;  // kernel readahead (with the kernel cache on)
   uint32_t max_background = 64;             // async requests (readahead, async direct I/O)
   bool debug = false;                       // libfuse's request log on stderr
+  // The kernel checks permissions from the attributes (-o default_permissions).
+  bool default_permissions = true;
+  bool read_only = false;                   // -o ro: the kernel refuses every change
+  // What the file system serves beyond the core (FUSE_CAP_*): POSIX and flock locks,
+  // readdirplus, directory operations in parallel, the kernel's writeback cache.
+  bool locks = false;
+  bool readdirplus = false;
+  bool parallel_dirops = false;
+  bool writeback_cache = false;
+  double attr_timeout_s = 1.0;              // what getattr / setattr replies let the kernel cache
 };
 
 class FuseServer {

@@ -1,0 +1,292 @@
+// `folio fs`: the subcommands' flags, validated into the configs of fs_cli.h.
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/units.h"
+#include "cli/cli_util.h"
+#include "fs/fs_cli.h"
+#include "fuse/mount_point.h"
+
+namespace folio::cli {
+
+namespace {
+
+struct FsArgs {
+  // format
+  std::string storage;
+  std::string block_size = "4M";
+  std::string pack_below = "64K";
+  bool force = false;
+  std::string grace = "1h";
+  // mount
+  std::string cache = "1G";
+  std::string policy = "dynamic";
+  bool daemon = false;
+  std::string log;
+  uint32_t threads = 16;
+  std::vector<std::string> options;  // -o
+  bool debug = false;
+  // umount
+  bool lazy = false;
+  double timeout_s = 120;
+  // status / fsck / gc
+  bool json = false;
+  bool repair = false;
+  bool delete_leaked = false;
+  std::string safety_window = "1h";
+  // positional
+  std::string meta_url;
+  std::string second;  // NAME (format) or MOUNTPOINT (mount)
+};
+
+uint64_t PhysicalMemoryBytes() {
+  struct sysinfo si;
+  if (sysinfo(&si) != 0) return 0;
+  return static_cast<uint64_t>(si.totalram) * si.mem_unit;
+}
+
+// "30s", "10m", "1h", "500ms", "0" -> milliseconds.
+Result<int64_t> ParseDurationMs(const std::string& text, std::string_view flag) {
+  size_t i = 0;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+  const std::string unit = text.substr(i);
+  int64_t mult = -1;
+  if (unit == "ms") mult = 1;
+  else if (unit == "s" || (unit.empty() && text == "0")) mult = 1000;
+  else if (unit == "m") mult = 60000;
+  else if (unit == "h") mult = 3600000;
+  if (i == 0 || i > 12 || mult < 0) {
+    return Status::InvalidArgument(std::string(flag) + " " + text +
+                                   ": not a duration; use e.g. 30s, 10m or 1h");
+  }
+  return std::stoll(text.substr(0, i)) * mult;
+}
+
+Result<uint64_t> SizeFlag(const std::string& text, std::string_view flag, std::string_view eg) {
+  Result<uint64_t> v = ParseSize(text, flag);
+  if (!v.ok()) {
+    return Status::InvalidArgument(std::string(flag) + " " + text + ": not a size; use e.g. " +
+                                   std::string(eg));
+  }
+  return v;
+}
+
+int RunFormat(const FsArgs& a) {
+  constexpr char kPrefix[] = "folio fs format";
+  FsFormatConfig c;
+  c.meta_url = a.meta_url;
+  c.format.name = a.second;
+  c.format.store_url = a.storage;
+  c.format.force = a.force;
+  Result<uint64_t> bs = SizeFlag(a.block_size, "--block-size", "4M");
+  if (!bs.ok()) return ExitWithStatus(kPrefix, bs.status());
+  c.format.block_bytes = *bs;
+  Result<uint64_t> pb = SizeFlag(a.pack_below, "--pack-below", "64K (0 turns packing off)");
+  if (!pb.ok()) return ExitWithStatus(kPrefix, pb.status());
+  c.format.pack_below_bytes = *pb;
+  Result<int64_t> grace = ParseDurationMs(a.grace, "--deletion-grace");
+  if (!grace.ok()) return ExitWithStatus(kPrefix, grace.status());
+  c.format.deletion_grace_ms = *grace;
+  c.format.root_uid = getuid();
+  c.format.root_gid = getgid();
+  c.format.root_mode = getuid() == 0 ? 0777 : 0755;
+  return RunFsFormat(c);
+}
+
+// -o options: ro, rw, allow_other, noatime, relatime, strictatime, writeback_cache,
+// entry_timeout=S, attr_timeout=S.
+Status ApplyMountOptions(const std::vector<std::string>& groups, FsMountConfig* c) {
+  for (const std::string& group : groups) {
+    std::stringstream in(group);
+    for (std::string o; std::getline(in, o, ',');) {
+      if (o.empty()) continue;
+      const size_t eq = o.find('=');
+      const std::string key = o.substr(0, eq);
+      const std::string value = eq == std::string::npos ? "" : o.substr(eq + 1);
+      if (key == "ro") c->read_only = true;
+      else if (key == "rw") c->read_only = false;
+      else if (key == "allow_other") c->allow_other = true;
+      else if (key == "noatime") c->atime = fs::AtimeMode::kNoatime;
+      else if (key == "relatime") c->atime = fs::AtimeMode::kRelatime;
+      else if (key == "strictatime") c->atime = fs::AtimeMode::kStrict;
+      else if (key == "writeback_cache") c->writeback_cache = true;
+      else if (key == "entry_timeout" || key == "attr_timeout") {
+        char* end = nullptr;
+        const double v = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0' || v < 0 || v > 3600) {
+          return Status::InvalidArgument("-o " + o + ": give seconds from 0 to 3600 (e.g. " +
+                                         key + "=1)");
+        }
+        (key == "entry_timeout" ? c->entry_timeout_s : c->attr_timeout_s) = v;
+      } else {
+        return Status::InvalidArgument(
+            "-o " + o +
+            ": unknown mount option; use ro, rw, allow_other, noatime, relatime, strictatime, "
+            "writeback_cache, entry_timeout=S, attr_timeout=S");
+      }
+    }
+  }
+  return Status::OK();
+}
+
+Status BuildMount(const FsArgs& a, FsMountConfig* c) {
+  c->meta_url = a.meta_url;
+  Result<FolioPolicy> policy = FolioPolicy::Parse(a.policy);
+  if (!policy.ok()) {
+    return Status::InvalidArgument("--policy " + std::string(policy.status().message()));
+  }
+  c->policy = *policy;
+  FOLIO_ASSIGN_OR_RETURN(c->cache_bytes, SizeFlag(a.cache, "--cache", "256M or 4G"));
+  const uint64_t memory = PhysicalMemoryBytes();
+  if (c->cache_bytes < (16ull << 20) || (memory != 0 && c->cache_bytes > memory)) {
+    return Status::InvalidArgument("--cache " + a.cache + ": use between 16M and the " +
+                                   FormatSize(memory) + " of memory this machine has");
+  }
+  if (a.threads < 1 || a.threads > 256) {
+    return Status::InvalidArgument("--threads " + std::to_string(a.threads) + ": use 1 to 256");
+  }
+  c->threads = a.threads;
+  // As JuiceFS does: a mount made by root is usable by every user, permissions enforced.
+  c->allow_other = getuid() == 0;
+  FOLIO_RETURN_IF_ERROR(ApplyMountOptions(a.options, c));
+  if (!a.log.empty() && !a.daemon) return Status::InvalidArgument("--log goes with --daemon");
+  FOLIO_RETURN_IF_ERROR(fuse::CheckMountPoint("MOUNTPOINT", a.second));
+  FOLIO_RETURN_IF_ERROR(fuse::CheckFuseDevice());
+  char buf[PATH_MAX];
+  if (realpath(a.second.c_str(), buf) == nullptr) return Status::FromErrno(errno, a.second);
+  c->mountpoint = buf;
+  c->daemon = a.daemon;
+  if (!a.log.empty()) {
+    c->log_path = a.log[0] == '/' ? a.log : std::string(getcwd(buf, sizeof(buf))) + "/" + a.log;
+    const int fd = ::open(c->log_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      return Status::InvalidArgument("--log " + a.log + ": " + std::strerror(errno) +
+                                     "; give a writable file in an existing directory");
+    }
+    ::close(fd);
+  }
+  c->debug = a.debug;
+  return Status::OK();
+}
+
+int RunMount(const FsArgs& a) {
+  FsMountConfig c;
+  Status s = BuildMount(a, &c);
+  if (!s.ok()) return ExitWithStatus("folio fs mount", s);
+  return RunFsMount(c);
+}
+
+int RunUmount(const FsArgs& a) {
+  if (a.timeout_s < 0) return UsageError("folio fs umount", "--timeout: must be 0 or more seconds");
+  FsUmountConfig c;
+  c.mountpoint = a.second;
+  c.lazy = a.lazy;
+  c.timeout_ms = static_cast<uint64_t>(a.timeout_s * 1000);
+  return RunFsUmount(c);
+}
+
+int RunInspect(const FsArgs& a, int (*run)(const FsInspectConfig&), std::string_view prefix) {
+  FsInspectConfig c;
+  c.meta_url = a.meta_url;
+  c.json = a.json;
+  c.repair = a.repair;
+  c.delete_leaked = a.delete_leaked;
+  Result<int64_t> w = ParseDurationMs(a.safety_window, "--safety-window");
+  if (!w.ok()) return ExitWithStatus(prefix, w.status());
+  c.safety_window_ms = *w;
+  return run(c);
+}
+
+void AddMetaUrl(CLI::App* sub, FsArgs* a) {
+  sub->add_option("META-URL", a->meta_url, "The volume's metadata: sqlite:PATH")->required();
+}
+
+}  // namespace
+
+Command AddFsCommand(CLI::App& root) {
+  auto a = std::make_shared<FsArgs>();
+  CLI::App* fs = root.add_subcommand(
+      "fs",
+      "Folio FS: a POSIX file system with metadata in SQLite and data in a block store "
+      "(a directory, or any Folio device or RAID volume), mounted through FUSE.");
+  fs->require_subcommand(1);
+
+  CLI::App* format = fs->add_subcommand("format", "Create a volume (metadata and store)");
+  AddMetaUrl(format, a.get());
+  format->add_option("NAME", a->second, "Volume name (letters, digits, . _ -)")->required();
+  format->add_option("--storage", a->storage, "Block store: dir:PATH or dev:SPEC (file:PATH, "
+                                              "raid:PATH,PATH,..., mem:SIZE)")->required();
+  format->add_option("--block-size", a->block_size, "Block size, a power of two 64K..16M")
+      ->default_str("4M");
+  format->add_option("--pack-below", a->pack_below,
+                     "Files smaller than this are packed into shared blocks (0: off)")
+      ->default_str("64K");
+  format->add_option("--deletion-grace", a->grace,
+                     "How long freed data waits before it is deleted (e.g. 10m, 1h)")
+      ->default_str("1h");
+  format->add_flag("--force", a->force, "Replace a volume that is already there (its data is lost)");
+
+  CLI::App* mount = fs->add_subcommand("mount", "Mount a volume (foreground by default)");
+  AddMetaUrl(mount, a.get());
+  mount->add_option("MOUNTPOINT", a->second, "Empty directory to mount on")->required();
+  mount->add_option("--cache", a->cache, "Page cache memory (e.g. 256M, 4G)")->default_str("1G");
+  mount->add_option("--policy", a->policy, "Folio policy: 4k, fixed:SIZE, dynamic")
+      ->default_str("dynamic");
+  mount->add_flag("--daemon", a->daemon, "Detach once mounted (default: foreground, logs on stderr)");
+  mount->add_option("--log", a->log, "With --daemon: append the log to this file");
+  mount->add_option("--threads", a->threads, "FUSE worker threads (default 16)");
+  mount->add_option("-o", a->options,
+                    "Mount options: ro, allow_other (default when root), noatime, relatime, "
+                    "strictatime, writeback_cache, entry_timeout=S, attr_timeout=S");
+  mount->add_flag("--debug", a->debug, "Print every FUSE request (libfuse's debug log)");
+
+  CLI::App* umount = fs->add_subcommand("umount", "Unmount a volume and wait until its data "
+                                                  "is committed");
+  umount->add_option("MOUNTPOINT", a->second, "Where the volume is mounted")->required();
+  umount->add_flag("--lazy", a->lazy, "Detach even if busy");
+  umount->add_option("--timeout", a->timeout_s, "Seconds to wait for the mount process (120)");
+
+  CLI::App* status = fs->add_subcommand("status", "Format, usage, sessions, pending deletions");
+  AddMetaUrl(status, a.get());
+  status->add_flag("--json", a->json, "JSON output");
+
+  CLI::App* fsck = fs->add_subcommand(
+      "fsck", "Check every entry, inode, slice and block reference and every CRC32C");
+  AddMetaUrl(fsck, a.get());
+  fsck->add_flag("--repair", a->repair, "Fix what the metadata can (link counts, references, "
+                                        "counters, unreachable inodes)");
+  fsck->add_flag("--json", a->json, "JSON output (no progress line)");
+
+  CLI::App* gc = fs->add_subcommand("gc", "Find leaked blocks and pack space (a dry run "
+                                          "unless --delete)");
+  AddMetaUrl(gc, a.get());
+  gc->add_flag("--delete", a->delete_leaked, "Queue leaked objects for deletion and carry out "
+                                             "due deletions");
+  gc->add_option("--safety-window", a->safety_window,
+                 "Never delete what is younger than this (default 1h)")
+      ->default_str("1h");
+  gc->add_flag("--json", a->json, "JSON output");
+
+  auto run = [a, format, mount, umount, status, fsck, gc]() {
+    if (format->parsed()) return RunFormat(*a);
+    if (mount->parsed()) return RunMount(*a);
+    if (umount->parsed()) return RunUmount(*a);
+    if (status->parsed()) return RunInspect(*a, &RunFsStatus, "folio fs status");
+    if (fsck->parsed()) return RunInspect(*a, &RunFsFsck, "folio fs fsck");
+    if (gc->parsed()) return RunInspect(*a, &RunFsGc, "folio fs gc");
+    return UsageError("folio fs", "no fs command given; run 'folio fs --help'");
+  };
+  return Command{fs, run};
+}
+
+}  // namespace folio::cli

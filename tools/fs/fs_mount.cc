@@ -1,0 +1,200 @@
+// `folio fs mount` and `folio fs umount`.
+//
+// Mounting, in order: (fork when --daemon) -> block shutdown signals -> open the metadata, the
+// format record and the store -> page cache -> FileSystem::Mount (the session: refused when
+// another process has the volume mounted read-write) -> FUSE mount -> serve until unmounted
+// (umount, `folio fs umount`, SIGINT / SIGTERM) -> FileSystem::Unmount (every file's data
+// committed, the session removed). Every failure before serving leaves nothing mounted and
+// nothing written (the session is removed again when the FUSE mount fails).
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+
+#include "base/units.h"
+#include "cli/cli_util.h"
+#include "fs/fs_cli.h"
+#include "fs/fs_volume.h"
+#include "fuse/daemon.h"
+#include "fuse/fs_adapter.h"
+#include "fuse/log.h"
+#include "fuse/mount_point.h"
+#include "fuse/session.h"
+#include "fuse/shutdown_signals.h"
+
+namespace folio::cli {
+
+namespace {
+
+constexpr char kPrefix[] = "folio fs mount";
+
+// Where a start-up failure goes: stderr in the foreground, the waiting parent with --daemon.
+class Outcome {
+ public:
+  explicit Outcome(fuse::Daemon* daemon) : daemon_(daemon) {}
+
+  int Fail(const Status& s) {
+    if (daemon_ == nullptr) return ExitWithStatus(kPrefix, s);
+    const int code = ExitCodeFor(s);
+    daemon_->ReportFailure(code, OneLine(StatusLine(s)));
+    return code;
+  }
+
+  Status Ready(const std::string& log_path, const std::string& message) {
+    if (daemon_ != nullptr) return daemon_->ReportReady(log_path, message);
+    fuse::Log(message);
+    return Status::OK();
+  }
+
+ private:
+  fuse::Daemon* const daemon_;
+};
+
+// Everything a mount holds, declared so that destruction runs top-down: the server, the
+// adapter, the file system, the cache, and the volume (engine and store) last.
+struct MountState {
+  FsVolume volume;
+  std::unique_ptr<PageCache> cache;
+  std::unique_ptr<fs::FileSystem> fs;
+  std::unique_ptr<fuse::FsAdapter> adapter;
+  std::unique_ptr<fuse::FuseServer> server;
+};
+
+Status OpenAll(const FsMountConfig& c, MountState* st) {
+  // The engine is opened read-write even for -o ro: the session record is written.
+  FOLIO_ASSIGN_OR_RETURN(st->volume, OpenFsVolume(c.meta_url, /*read_only=*/false));
+  PageCacheOptions po;
+  po.memory_bytes = c.cache_bytes;
+  po.policy = c.policy;
+  po.prefault_in_background = true;
+  FOLIO_ASSIGN_OR_RETURN(st->cache, PageCache::Create(po));
+  fs::FsOptions fo;
+  fo.mountpoint = c.mountpoint;
+  fo.read_only = c.read_only;
+  fo.policy = c.policy;
+  fo.atime = c.atime;
+  FOLIO_ASSIGN_OR_RETURN(st->fs, fs::FileSystem::Mount(st->volume.meta.get(),
+                                                       st->volume.store.get(), st->cache.get(),
+                                                       fo));
+  fuse::FsAdapterOptions ao;
+  ao.entry_timeout_s = c.entry_timeout_s;
+  ao.attr_timeout_s = c.attr_timeout_s;
+  st->adapter = std::make_unique<fuse::FsAdapter>(st->fs.get(), ao);
+  return Status::OK();
+}
+
+std::string ServingMessage(const FsMountConfig& c, const meta::FormatRecord& f) {
+  return "volume '" + f.name + "' mounted at " + c.mountpoint + " (pid " +
+         std::to_string(getpid()) + ", " + (c.read_only ? "read-only, " : "") + "policy " +
+         c.policy.ToString() + ", cache " + FormatSize(c.cache_bytes) + ", store " +
+         f.store_url + "); stop with Ctrl-C or 'folio fs umount " + c.mountpoint + "'";
+}
+
+// After the mount is gone: commit everything and end the session. Returns the exit code.
+int Shutdown(MountState* st, const Status& loop) {
+  int code = kExitOk;
+  if (!loop.ok()) {
+    fuse::Log("serving loop failed: " + loop.ToString());
+    code = kExitRuntime;
+  }
+  fuse::Log("unmounted; committing every file's data");
+  st->server.reset();
+  st->adapter.reset();
+  Status s = st->fs->Unmount();
+  if (!s.ok()) {
+    fuse::Log("unmount of the volume failed: " + s.ToString() +
+              "; data not committed is lost, run 'folio fs fsck'");
+    code = kExitRuntime;
+  }
+  st->fs.reset();
+  st->cache.reset();
+  fuse::Log(code == kExitOk ? "done: all data committed" : "done, with errors (see above)");
+  return code;
+}
+
+int Serve(const FsMountConfig& c, fuse::Daemon* daemon) {
+  Outcome out(daemon);
+  // Before any thread exists, so every thread inherits the blocked shutdown signals.
+  Result<std::unique_ptr<fuse::ShutdownSignals>> signals = fuse::ShutdownSignals::Start();
+  if (!signals.ok()) return out.Fail(signals.status());
+  MountState st;
+  Status s = OpenAll(c, &st);
+  if (!s.ok()) {
+    if (st.fs) (void)st.fs->Unmount();
+    return out.Fail(s);
+  }
+  if ((*signals)->received() != 0) {
+    (void)st.fs->Unmount();
+    return out.Fail(Status::Again("interrupted by a signal before mounting; nothing was mounted"));
+  }
+  fuse::MountOptions mo;
+  mo.mountpoint = c.mountpoint;
+  mo.subtype = "folio-fs";
+  mo.max_threads = c.threads;
+  mo.allow_other = c.allow_other;
+  mo.read_only = c.read_only;
+  mo.debug = c.debug;
+  mo.default_permissions = true;
+  mo.locks = true;
+  mo.readdirplus = true;
+  mo.parallel_dirops = true;
+  mo.writeback_cache = c.writeback_cache;
+  mo.attr_timeout_s = c.attr_timeout_s;
+  Result<std::unique_ptr<fuse::FuseServer>> server = fuse::FuseServer::Mount(st.adapter.get(), mo);
+  if (!server.ok()) {
+    (void)st.fs->Unmount();  // the session goes again: nothing is left behind
+    return out.Fail(server.status());
+  }
+  st.server = std::move(server.value());
+  st.adapter->SetRequestStats(&st.server->stats());
+
+  fuse::FuseServer* srv = st.server.get();
+  (*signals)->SetHandler([srv](int signo) {
+    fuse::Log("signal " + std::to_string(signo) + ": unmounting");
+    srv->RequestUnmount();
+  });
+  s = out.Ready(c.log_path, ServingMessage(c, st.volume.format));
+  if (!s.ok()) {
+    fuse::Log(s.ToString());
+    srv->RequestUnmount();
+  }
+  Status loop = st.server->Run();
+  (*signals)->SetHandler(
+      [](int signo) { fuse::Log("signal " + std::to_string(signo) + ": already shutting down"); });
+  return Shutdown(&st, loop);
+}
+
+}  // namespace
+
+int RunFsMount(const FsMountConfig& c) {
+  fuse::SetLogPrefix(kPrefix);
+  if (!c.daemon) return Serve(c, nullptr);
+  Result<fuse::Daemon> daemon = fuse::Daemon::Fork();
+  if (!daemon.ok()) return ExitWithStatus(kPrefix, daemon.status());
+  if (daemon->side() == fuse::Daemon::Side::kParent) {
+    fuse::DaemonVerdict v = daemon->WaitForVerdict();
+    if (!v.message.empty()) PrintError(kPrefix, v.message);
+    return v.exit_code;
+  }
+  return Serve(c, &daemon.value());
+}
+
+int RunFsUmount(const FsUmountConfig& c) {
+  constexpr char kUmount[] = "folio fs umount";
+  fuse::SetLogPrefix(kUmount);
+  Result<fuse::MountEntry> m = fuse::FindFuseMount(c.mountpoint);
+  if (!m.ok()) return UsageError(kUmount, c.mountpoint + ": not a FUSE mount point; nothing to unmount");
+  Status s = fuse::UnmountPath(c.mountpoint,
+                               c.lazy ? fuse::UnmountMode::kLazy : fuse::UnmountMode::kNormal);
+  if (!s.ok()) return ExitWithStatus(kUmount, s);
+  const pid_t pid = m->pid;
+  if (pid <= 0 || pid == getpid() || c.lazy) return kExitOk;
+  Status w = fuse::WaitForExit(pid, c.timeout_ms);
+  if (!w.ok()) {
+    return RuntimeError(kUmount, c.mountpoint + ": unmounted, but " + std::string(w.message()) +
+                                     " (still committing?); wait for it or check its log");
+  }
+  return kExitOk;
+}
+
+}  // namespace folio::cli
