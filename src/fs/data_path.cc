@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "base/clock.h"
 #include "fs/file_data.h"
 #include "fs/pack_writer.h"
 #include "fs/stats_counters.h"
@@ -237,7 +238,7 @@ Status DataPath::Shutdown() {
 }
 
 Status DataPath::Maintenance() {
-  const uint64_t now = MonoNs();
+  const uint64_t now = MonotonicNowNs();
   const uint64_t interval_ns = ctx_.options.sync_interval_ms * 1000000;
   std::vector<std::shared_ptr<FileData>> due;
   std::deque<std::shared_ptr<FileData>> closing;

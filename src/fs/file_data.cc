@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "fs/data_path.h"
 #include "fs/fs_internal.h"
 #include "fs/perm.h"
@@ -157,7 +158,7 @@ void FileData::Discard() {
 
 void FileData::MarkDirtyLocked() {
   view_.gen++;
-  if (view_.dirty_since_ns == 0) view_.dirty_since_ns = MonoNs();
+  if (view_.dirty_since_ns == 0) view_.dirty_since_ns = MonotonicNowNs();
 }
 
 void FileData::ClearDirtyLocked(uint64_t gen) {

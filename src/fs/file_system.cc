@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "base/clock.h"
 #include "fs/data_path.h"
 #include "fs/file_data.h"
 #include "fs/fs_internal.h"
@@ -81,7 +82,7 @@ void FileSystem::BackgroundLoop() {
 Status FileSystem::RunMaintenance() {
   if (unmounted_.load()) return Status::OK();
   Status first;
-  const uint64_t now = MonoNs();
+  const uint64_t now = MonotonicNowNs();
   const uint64_t beat_ns = static_cast<uint64_t>(std::min<int64_t>(10000, format_.session_timeout_ms / 4)) * 1000000;
   if (now - bg_->last_heartbeat_ns >= beat_ns) {
     first = session_->Heartbeat();

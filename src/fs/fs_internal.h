@@ -26,8 +26,6 @@ std::string InodeText(InodeId ino);  // "inode 12"
 
 // CLOCK_REALTIME in nanoseconds (file times).
 int64_t WallNs();
-// CLOCK_MONOTONIC in nanoseconds (intervals).
-uint64_t MonoNs();
 
 // The inode, or ENOENT naming it.
 Result<meta::Inode> GetInodeOrEnoent(meta::Txn& txn, InodeId ino);

@@ -19,6 +19,7 @@
 #include <map>
 #include <set>
 
+#include "base/test_seed.h"
 #include "fs/fsck.h"
 #include "fs/fs_test_util.h"
 
@@ -573,14 +574,14 @@ void RunModel(test::StoreKind store, const char* label) {
   const uint64_t ops = std::getenv("FOLIO_MODEL_OPS")
                            ? std::strtoull(std::getenv("FOLIO_MODEL_OPS"), nullptr, 0)
                            : 1500;
-  const uint64_t base = test::TestSeed();
+  const uint64_t base = TestSeed();
   std::printf("fs model (%s): seeds %llu..%llu (FOLIO_SEED=%llu to repeat)\n", label,
               static_cast<unsigned long long>(base), static_cast<unsigned long long>(base + 2),
               static_cast<unsigned long long>(base));
   Counts total;
   for (uint64_t round = 0; round < 3; ++round) {
     const uint64_t seed = base + round;
-    SCOPED_TRACE("seed " + std::to_string(seed) + " (FOLIO_SEED=" + std::to_string(seed) + ")");
+    FOLIO_SEED_TRACE(seed);
     test::VolumeOptions vo;
     vo.store = store;
     vo.pack_below_bytes = round == 1 ? 0 : 64 << 10;  // one round without packing

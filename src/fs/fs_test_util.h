@@ -33,12 +33,6 @@
 
 namespace folio::fs::test {
 
-// FOLIO_SEED if set, else a fresh random seed (tests print it).
-inline uint64_t TestSeed() {
-  if (const char* s = std::getenv("FOLIO_SEED")) return std::strtoull(s, nullptr, 0);
-  return std::random_device{}();
-}
-
 class TempDir {
  public:
   TempDir() {

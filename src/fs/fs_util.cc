@@ -14,12 +14,6 @@ int64_t WallNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-uint64_t MonoNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 Result<meta::Inode> GetInodeOrEnoent(meta::Txn& txn, InodeId ino) {
   FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Inode> inode, txn.GetInode(ino));
   if (!inode) return Errno(ENOENT, InodeText(ino));

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "fs/data_path.h"
 #include "fs/fs_internal.h"
 #include "fs/slice_view.h"
@@ -87,12 +88,12 @@ Status InodeDevice::EnsureLoaded(uint32_t chunk) {
         ChunkCache& c = chunks_[chunk];
         if (!c.loaded) {
           c.loaded = true;  // a chunk the file never had: empty, nothing to load
-          c.load_ns = MonoNs();
+          c.load_ns = MonotonicNowNs();
         }
         return Status::OK();
       }
       ChunkCache& c = chunks_[chunk];
-      if (c.loaded && MonoNs() - c.load_ns < refresh_ns_) return Status::OK();
+      if (c.loaded && MonotonicNowNs() - c.load_ns < refresh_ns_) return Status::OK();
       version = c.version;
     }
     std::vector<meta::Slice> slices;
@@ -105,7 +106,7 @@ Status InodeDevice::EnsureLoaded(uint32_t chunk) {
     if (c.version != version) continue;  // changed here meanwhile: load again
     c.slices = std::move(slices);
     c.loaded = true;
-    c.load_ns = MonoNs();
+    c.load_ns = MonotonicNowNs();
     return Status::OK();
   }
 }
