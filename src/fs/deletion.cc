@@ -80,7 +80,11 @@ Status DataPath::RunDeletions(int64_t now_ns) {
     return Status::OK();
   }));
   Status first;
-  for (const auto& [key, item] : due) {
+  for (const auto& entry : due) {
+    // Named, not a structured binding: the lambdas below capture them (clang 14, the fuzz
+    // build's compiler, cannot capture structured bindings).
+    const auto& key = entry.first;
+    const auto& item = entry.second;
     Status s;
     if (item.kind == meta::DeletionKind::kInode) {
       s = FreeInode(InodeId{item.id}, key);

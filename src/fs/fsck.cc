@@ -228,7 +228,11 @@ Status CheckRefs(Scan& s) {
     after = page.back().id;
     for (const meta::SliceRef& r : page) refs[Raw(r.id)] = r;
   }
-  for (const auto& [id, n] : s.named) {
+  // Map entries named, not structured bindings, in both loops: the repair lambdas capture
+  // them (clang 14, the fuzz build's compiler, cannot capture structured bindings).
+  for (const auto& named : s.named) {
+    const uint64_t id = named.first;
+    const auto& n = named.second;
     auto it = refs.find(id);
     const int64_t have = it == refs.end() ? 0 : it->second.refs;
     if (have == n.weight) continue;
@@ -239,7 +243,9 @@ Status CheckRefs(Scan& s) {
     }));
     s.report->repaired++;
   }
-  for (const auto& [id, r] : refs) {
+  for (const auto& entry : refs) {
+    const uint64_t id = entry.first;
+    const auto& r = entry.second;
     if (s.named.count(id) != 0) continue;
     s.Problem(fmt::format("slice {}: reference count {} but no record names it", id, r.refs));
     if (!s.opt.repair) continue;

@@ -101,7 +101,11 @@ Result<GcReport> Gc(meta::MetaEngine* meta, store::BlockStore* store, const GcOp
   }
   // Carry out the slice deletions that are due, skipping objects that gained a reference.
   const int64_t now = WallNs();
-  for (const auto& [key, d] : items) {
+  for (const auto& item : items) {
+    // Named, not a structured binding: the lambda below captures key (clang 14, the fuzz
+    // build's compiler, cannot capture structured bindings).
+    const auto& key = item.first;
+    const auto& d = item.second;
     if (d.kind != meta::DeletionKind::kSlice || d.not_before_ns > now) {
       report.pending_deletions++;
       continue;
