@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <set>
@@ -18,8 +19,8 @@ namespace folio::io_internal {
 namespace {
 
 constexpr uint32_t kBlock = 512;
-constexpr uint64_t kBlocks = 64;
-constexpr uint64_t kSize = kBlock * kBlocks;
+constexpr uint64_t kBlocks = 64;  // the default device; kWideBlocks spans table leaves and slabs
+constexpr uint64_t kWideBlocks = 2048;
 
 struct ModelWrite {
   uint64_t id;
@@ -40,8 +41,9 @@ void Apply(const ModelWrite& w, std::string* image) {
 
 class CrashLogModel {
  public:
-  explicit CrashLogModel(uint64_t seed) : rng_(seed), log_(kBlock) {
-    device_.resize(kSize);
+  explicit CrashLogModel(uint64_t seed, uint64_t blocks = kBlocks)
+      : rng_(seed), log_(kBlock), blocks_(blocks) {
+    device_.resize(blocks_ * kBlock);
     for (char& c : device_) c = static_cast<char>(rng_());
     initial_ = device_;
   }
@@ -88,7 +90,7 @@ class CrashLogModel {
   // Applies the crash image to the simulated device and returns it.
   std::string Crash(CrashMode mode, uint64_t seed) {
     for (const CrashLog::ImageRun& run : log_.CrashImage(mode, seed)) {
-      EXPECT_LE(run.offset + run.data.size(), kSize);
+      EXPECT_LE(run.offset + run.data.size(), device_.size());
       std::memcpy(device_.data() + run.offset, run.data.data(), run.data.size());
     }
     return device_;
@@ -99,7 +101,7 @@ class CrashLogModel {
  private:
   void IssueWrite() {
     const uint64_t len = kBlock * (1 + rng_() % 8);
-    const uint64_t off = kBlock * (rng_() % (kBlocks - len / kBlock + 1));
+    const uint64_t off = kBlock * (rng_() % (blocks_ - len / kBlock + 1));
     for (const ModelWrite& w : writes_) {
       // Callers never overlap writes in flight together (their order would be undefined).
       if (w.completion == 0 && off < w.offset + w.length && w.offset < off + len) return;
@@ -132,6 +134,7 @@ class CrashLogModel {
 
   std::mt19937_64 rng_;
   CrashLog log_;
+  const uint64_t blocks_;
   std::string device_, initial_;
   std::vector<ModelWrite> writes_;
   std::vector<uint64_t> flushes_;  // watermarks of flushes in flight
@@ -178,6 +181,29 @@ TEST(CrashLog, RandomSubsetIsFlushedPlusAnOrderedSubset) {
     if (image != flushed) ++nontrivial;
   }
   EXPECT_GT(nontrivial, 10) << "kRandomSubset never kept a write";
+}
+
+// A device of 2048 blocks: writes land in several leaves of the block table and need more
+// slots than one slab holds, and flushes free slots that later captures reuse.
+TEST(CrashLog, WideDeviceAcrossTableLeavesAndSlabs) {
+  const uint64_t seed = TestSeed();
+  FOLIO_SEED_TRACE(seed);
+  size_t max_tracked = 0;
+  for (int round = 0; round < 12; ++round) {
+    CrashLogModel model(seed * 31 + round, kWideBlocks);
+    model.Run(400, 1000);
+    max_tracked = std::max(max_tracked, model.log().tracked_blocks());
+    const std::string flushed = model.Flushed();
+    EXPECT_EQ(model.Crash(CrashMode::kDropUnflushed, 0), flushed) << "round " << round;
+  }
+  for (int round = 0; round < 12; ++round) {
+    CrashLogModel model(seed * 37 + round, kWideBlocks);
+    model.Run(300, 6);
+    const auto unflushed = model.Unflushed();
+    const std::string image = model.Crash(CrashMode::kRandomSubset, seed + round);
+    EXPECT_TRUE(IsSubsetImage(image, model.Flushed(), unflushed)) << "round " << round;
+  }
+  EXPECT_GT(max_tracked, 64u) << "never more blocks than one slab";
 }
 
 TEST(CrashLog, FlushForgetsBlocksNoUnflushedWriteTouches) {
