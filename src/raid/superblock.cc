@@ -82,6 +82,12 @@ Status Bad(std::string_view member, std::string_view field, const std::string& v
 
 std::string Num(uint64_t v) { return std::to_string(v); }
 
+// "name[index]", built only for an error: a validation of every superblock write formatted 64
+// of them eagerly (two loops over kRaidMaxMembers), most of a metadata update's allocations.
+std::string Field(std::string_view name, uint32_t index) {
+  return std::string(name) + "[" + Num(index) + "]";
+}
+
 bool AllZero(const char* b, size_t len) {
   for (size_t i = 0; i < len; ++i) {
     if (b[i] != 0) return false;
@@ -116,18 +122,19 @@ Status ValidateBitmap(const Superblock& sb, std::string_view m) {
 Status ValidateSlots(const Superblock& sb, std::string_view m) {
   for (uint32_t s = 0; s < kRaidMaxMembers; ++s) {
     const SlotState st = sb.slot_states[s];
-    const std::string field = "slot_state[" + Num(s) + "]";
     if (s >= sb.member_count) {
       if (st != SlotState::kUnused || !IsZero(sb.slot_uuids[s])) {
-        return Bad(m, field, Num(static_cast<int>(st)), "slot past member_count must be unused");
+        return Bad(m, Field("slot_state", s), Num(static_cast<int>(st)),
+                   "slot past member_count must be unused");
       }
       continue;
     }
     if (st != SlotState::kActive && st != SlotState::kRebuilding && st != SlotState::kFailed) {
-      return Bad(m, field, Num(static_cast<int>(st)), "must be active, rebuilding or failed");
+      return Bad(m, Field("slot_state", s), Num(static_cast<int>(st)),
+                 "must be active, rebuilding or failed");
     }
     if (IsZero(sb.slot_uuids[s])) {
-      return Bad(m, "slot_uuid[" + Num(s) + "]", "0", "a member slot needs a member id");
+      return Bad(m, Field("slot_uuid", s), "0", "a member slot needs a member id");
     }
   }
   if (sb.slot_uuids[sb.role] != sb.member_uuid) {
@@ -252,12 +259,12 @@ Status ValidateSuperblock(const Superblock& sb, std::string_view m, uint64_t dev
   bool per_slot = false;
   uint64_t lowest = ~uint64_t{0};
   for (uint32_t s = 0; s < kRaidMaxMembers; ++s) {
-    const std::string field = "slot_rebuild[" + Num(s) + "]";
     if (sb.slot_rebuild[s] > sb.member_data_bytes) {
-      return Bad(m, field, Num(sb.slot_rebuild[s]), "past the data area");
+      return Bad(m, Field("slot_rebuild", s), Num(sb.slot_rebuild[s]), "past the data area");
     }
     if (sb.slot_rebuild[s] != 0 && sb.slot_states[s] != SlotState::kRebuilding) {
-      return Bad(m, field, Num(sb.slot_rebuild[s]), "set for a slot that is not rebuilding");
+      return Bad(m, Field("slot_rebuild", s), Num(sb.slot_rebuild[s]),
+                 "set for a slot that is not rebuilding");
     }
     per_slot |= sb.slot_rebuild[s] != 0;
     if (sb.slot_states[s] == SlotState::kRebuilding) lowest = std::min(lowest, sb.slot_rebuild[s]);
