@@ -18,7 +18,8 @@
 //   3. a slot in sync holds what the array would reconstruct for it: failing any one member
 //      then reading everything returns allowed content (and no error).
 // The run must also be hard: crashes, completed rebuilds, interrupted syncs and degraded reads
-// must have happened (asserted non-zero at the end).
+// must have happened (asserted non-zero at the end). Each level prints its counters and a
+// fault tally (each fault kind as armed, and the injected errors the members returned).
 //
 // FOLIO_SEED picks the first of 5 seeds (default 0x5eed; base 0), FOLIO_MODEL_OPS the operations
 // per level (split evenly over the seeds).
@@ -74,7 +75,11 @@ uint64_t Mix(uint64_t x) {
 // replace, a fail or a power loss in the middle of a running sync.
 class HookMember : public BlockDevice {
  public:
-  explicit HookMember(std::unique_ptr<FaultDevice> inner) : inner_(std::move(inner)) {}
+  // *fired accumulates the injected errors the wrapper's FaultDevice returned (read / write
+  // errors, ENOSPC, torn writes, a shrink seen) when the member is closed.
+  HookMember(std::unique_ptr<FaultDevice> inner, uint64_t* fired)
+      : inner_(std::move(inner)), fired_(fired) {}
+  ~HookMember() override { *fired_ += inner_->injected_errors(); }
   FaultDevice* fault() const { return inner_.get(); }
   void Arm(uint64_t after_writes, std::function<void()> fn) {
     countdown_ = after_writes;
@@ -106,6 +111,7 @@ class HookMember : public BlockDevice {
 
  private:
   std::unique_ptr<FaultDevice> inner_;
+  uint64_t* const fired_;
   uint64_t countdown_ = 0;
   std::function<void()> hook_;
 };
@@ -118,6 +124,25 @@ struct Counters {
   uint64_t assemblies = 0, assembled_degraded = 0, stale_offered = 0, refused_assemblies = 0;
   uint64_t checks_clean = 0, degraded_verifies = 0, runner_rounds = 0, sub_block_refused = 0;
   uint64_t arrays_given_up = 0, enospc = 0, shrinks = 0, outages = 0, forced_assemblies = 0;
+  // The fault tally: each kind as armed (a fault that needs a later request to fire may not),
+  // and `fired`, the injected errors the members returned.
+  uint64_t read_faults = 0, write_faults = 0, crashes_subset = 0, crashes_in_sync = 0;
+  uint64_t fails_in_sync = 0, left_out = 0, fired = 0;
+  std::string FaultTally() const {
+    char b[768];
+    std::snprintf(b, sizeof b,
+                  "faults: power losses %" PRIu64 " (any subset kept %" PRIu64 ", inside a sync %"
+                  PRIu64 "), torn writes %" PRIu64 ", read-error ranges %" PRIu64
+                  ", write errors %" PRIu64 " (ENOSPC %" PRIu64 "), members shrunk %" PRIu64
+                  ", outages %" PRIu64 ", member fails %" PRIu64 " (inside a sync %" PRIu64
+                  "), replaces %" PRIu64 " (inside a sync %" PRIu64
+                  "), assemblies with a member left out %" PRIu64 ", stale members offered %"
+                  PRIu64 ", forced assemblies %" PRIu64 "; injected errors fired %" PRIu64,
+                  crashes, crashes_subset, crashes_in_sync, torn, read_faults, write_faults,
+                  enospc, shrinks, outages, fails, fails_in_sync, replaces, replaces_in_sync,
+                  left_out, stale_offered, forced_assemblies, fired);
+    return b;
+  }
   std::string ToString() const {
     char b[1280];
     std::snprintf(b, sizeof b,
@@ -184,6 +209,7 @@ class Model {
   uint64_t Rand(uint64_t n) { return n == 0 ? 0 : rng_() % n; }
   bool Chance(uint32_t per_mille) { return Rand(1000) < per_mille; }
   uint32_t NewDisk();
+  void DropDisk(uint32_t d);  // its memory device goes to spare_mems_
   RaidMember WrapDisk(uint32_t d);
   void Create();
   void Assemble(bool variations);
@@ -223,10 +249,14 @@ class Model {
   std::mt19937_64 rng_;
   uint64_t op_ = 0;
   std::string what_;
+  Counters c_;  // before the disks and the array: closing a member adds to c_.fired
   uint32_t members_ = 0;
   uint64_t chunk_ = 0;
   uint64_t member_bytes_ = 0;
   std::vector<Disk> disks_;
+  // Dropped disks, reused by NewDisk; declared before dev_ so they outlive every wrapper.
+  std::vector<std::unique_ptr<BlockDevice>> spare_mems_;
+  const AlignedBuffer zeros_ = AlignedBuffer::Zeroed(1 << 20);
   std::vector<int> slot_disk_;  // disk in each slot, -1 when none
   std::unique_ptr<FolioArena> arena_;  // declared before dev_: outlives every array
   std::unique_ptr<RaidDevice> dev_;
@@ -236,20 +266,39 @@ class Model {
   std::vector<Page> pages_;
   uint64_t next_tag_ = 1;
   uint64_t degraded0_ = 0, corrected0_ = 0;
-  Counters c_;
 };
 
 uint32_t Model::NewDisk() {
-  MemDeviceOptions o;
-  o.size_bytes = member_bytes_;
-  auto dev = NewMemDevice(o);
-  FOLIO_CHECK(dev.ok());
-  disks_.push_back({std::move(dev).value(), nullptr});
+  std::unique_ptr<BlockDevice> mem;
+  if (!spare_mems_.empty() && spare_mems_.back()->size_bytes() == member_bytes_) {
+    // A disk the model dropped, zeroed: what a new one reads, without a new one's 1 MiB chunk
+    // allocations (an mmap each under ASan), first-touch page faults and munmaps (~4% of the
+    // run's CPU).
+    mem = std::move(spare_mems_.back());
+    spare_mems_.pop_back();
+    for (uint64_t off = 0; off < member_bytes_; off += zeros_.size()) {
+      const uint64_t n = std::min<uint64_t>(zeros_.size(), member_bytes_ - off);
+      FOLIO_CHECK(mem->Write(off, zeros_.data(), n).ok());
+    }
+  } else {
+    spare_mems_.clear();  // of another size
+    MemDeviceOptions o;
+    o.size_bytes = member_bytes_;
+    auto dev = NewMemDevice(o);
+    FOLIO_CHECK(dev.ok());
+    mem = std::move(dev).value();
+  }
+  disks_.push_back({std::move(mem), nullptr});
   return static_cast<uint32_t>(disks_.size() - 1);
 }
 
+void Model::DropDisk(uint32_t d) {
+  if (disks_[d].mem != nullptr) spare_mems_.push_back(std::move(disks_[d].mem));
+  disks_[d].member = nullptr;
+}
+
 RaidMember Model::WrapDisk(uint32_t d) {
-  auto m = std::make_unique<HookMember>(FaultDevice::WrapUnowned(disks_[d].mem.get()));
+  auto m = std::make_unique<HookMember>(FaultDevice::WrapUnowned(disks_[d].mem.get()), &c_.fired);
   disks_[d].member = m.get();
   // A truncated file stays truncated: every later open of the disk sees it.
   if (disks_[d].shrink_end != 0) m->fault()->Shrink(disks_[d].shrink_end);
@@ -494,6 +543,7 @@ void Model::OpReadFault() {
   const uint64_t len = chunk_ * (1 + Rand(3));
   const uint64_t off = kDataOffset + Rand((member_bytes_ - kDataOffset) / kPage) * kPage;
   disks_[d].member->fault()->FailRange(off, len, /*reads=*/true, /*writes=*/false);
+  ++c_.read_faults;
 }
 
 void Model::OpWriteFault() {
@@ -505,6 +555,7 @@ void Model::OpWriteFault() {
     ++c_.enospc;
   }
   disks_[d].member->fault()->FailNthOf(IoOp::kWrite, 1 + Rand(8));
+  ++c_.write_faults;
 }
 
 void Model::OpShrink() {
@@ -577,7 +628,10 @@ void Model::OpSync() {
         }
       } else if (kind == 1) {
         const uint32_t s = static_cast<uint32_t>(Rand(members_));
-        if (CanFail(s) && dev_->FailMember(s).ok()) ++c_.fails;
+        if (CanFail(s) && dev_->FailMember(s).ok()) {
+          ++c_.fails;
+          ++c_.fails_in_sync;
+        }
       } else {
         // Power loss in the middle of the sync.
         for (int dd : slot_disk_) {
@@ -586,6 +640,7 @@ void Model::OpSync() {
           }
         }
         crashed = true;
+        ++c_.crashes_in_sync;
       }
     });
   }
@@ -654,10 +709,7 @@ void Model::Recreate() {
   ++c_.arrays_given_up;
   (void)dev_->Stop();
   dev_.reset();
-  for (Disk& d : disks_) {
-    d.member = nullptr;
-    d.mem.reset();
-  }
+  for (uint32_t d = 0; d < disks_.size(); ++d) DropDisk(d);
   slot_disk_.clear();
   Create();
 }
@@ -698,6 +750,7 @@ void Model::Crash() {
     if (d >= 0 && disks_[d].member != nullptr) disks_[d].member->fault()->Crash(mode, rng_());
   }
   ++c_.crashes;
+  if (mode == CrashMode::kRandomSubset) ++c_.crashes_subset;
   (void)dev_->Stop();
   dev_.reset();
   for (Page& p : pages_) {
@@ -738,6 +791,7 @@ void Model::Assemble(bool variations) {
   if (variations && offer.size() > 1 && Chance(60)) {
     offer.erase(offer.begin() + static_cast<long>(Rand(offer.size())));
     left_out = true;
+    ++c_.left_out;
   }
   if (variations && Chance(200)) {
     std::vector<uint32_t> others;
@@ -812,7 +866,7 @@ void Model::FreeUnused() {
         slot_disk_.end()) {
       continue;
     }
-    if (++kept > 3 && disks_[d].member == nullptr) disks_[d].mem.reset();
+    if (++kept > 3 && disks_[d].member == nullptr) DropDisk(d);
   }
 }
 
@@ -901,6 +955,7 @@ void Model::Run(uint64_t ops) {
     }
   }
   (void)dev_->Stop();
+  dev_.reset();  // closes the members: their fired faults are counted
 }
 
 void RunModel(RaidLevel level) {
@@ -921,9 +976,10 @@ void RunModel(RaidLevel level) {
     if (::testing::Test::HasFatalFailure()) return;
   }
   const double s = SecondsSince(t0_ns);
-  std::printf("%s fault model: seeds %" PRIu64 "..%" PRIu64 ", %" PRIu64 " ops in %.1fs\n  %s\n",
+  std::printf("%s fault model: seeds %" PRIu64 "..%" PRIu64 ", %" PRIu64
+              " ops in %.1fs\n  %s\n  %s\n",
               std::string(RaidLevelName(level)).c_str(), base, base + seeds - 1, ops, s,
-              all.ToString().c_str());
+              all.ToString().c_str(), all.FaultTally().c_str());
   // The run was hard enough to mean something.
   EXPECT_GT(all.crashes, 0u);
   EXPECT_GT(all.torn, 0u);
