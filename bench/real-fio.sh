@@ -31,7 +31,8 @@
 #              the median IOPS (FUSE round trips swing 2x with thread placement on this VM)
 #   --dir      where the temporary directory goes (default $TMPDIR or /tmp)
 #   --json     also write every result as JSON
-# Needs root (or FUSE permissions), fio, python3, cc and libfuse3-dev. Bounded: 5 targets x
+# Needs root (or FUSE permissions), fio, python3, cc and libfuse3-dev (passthrough_ll is built
+# by bench/build-passthrough-ll.sh, as `folio fs bench` builds it). Bounded: 5 targets x
 # 5 jobs x (ramp + runtime + pre-read): about 5 minutes with the default job file. Everything
 # is in a mktemp directory (a 2G data file with the default job file), unmounted and removed
 # on exit.
@@ -63,10 +64,7 @@ die() { echo "real-fio.sh: $*" >&2; exit 2; }
 [ -x "$FOLIO" ] || die "$FOLIO: no folio binary; build it with 'make release' or give --folio"
 command -v fio >/dev/null || die "fio is not installed (apt-get install fio)"
 command -v python3 >/dev/null || die "python3 is not installed"
-command -v cc >/dev/null || die "no C compiler (apt-get install build-essential)"
 [ -e /dev/fuse ] || die "/dev/fuse does not exist: FUSE is unavailable here"
-EXAMPLES=/usr/share/doc/libfuse3-dev/examples
-[ -f "$EXAMPLES/passthrough_ll.c" ] || die "$EXAMPLES/passthrough_ll.c: install libfuse3-dev"
 [ -z "$RUNTIME" ] || { [[ "$RUNTIME" =~ ^[0-9]+$ ]] && [ "$RUNTIME" -ge 1 ] && [ "$RUNTIME" -le 60 ]; } ||
   die "--runtime $RUNTIME: give 1 to 60 seconds"
 [[ "$REPEAT" =~ ^[0-9]+$ ]] && [ "$REPEAT" -ge 1 ] && [ "$REPEAT" -le 9 ] ||
@@ -87,9 +85,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "real-fio: building libfuse's passthrough_ll example in $W"
-# shellcheck disable=SC2046
-cc -O2 -w $(pkg-config --cflags fuse3) "$EXAMPLES/passthrough_ll.c" -o "$W/passthrough_ll" \
-  $(pkg-config --libs fuse3)
+"$ROOT/bench/build-passthrough-ll.sh" "$W/passthrough_ll"
 
 # The job file as run: the given one, with --runtime applied, plus a 1 MiB sequential read
 # job over the smallest job's size (the FUSE overhead on large requests).

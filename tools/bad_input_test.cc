@@ -127,4 +127,30 @@ TEST_F(BadInputTest, ADeviceInUseIsARuntimeFailure) {
   EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/mnt"));
 }
 
+// `folio fs bench`: every bad flag is refused before anything is made (no temp directory in
+// --dir, nothing mounted).
+TEST_F(BadInputTest, FsBenchFlags) {
+  const std::string d = dir_ + "/benchdir";
+  std::filesystem::create_directory(d);
+  auto bench = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"fs", "bench", "--dir", d};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  ExpectUsageError(bench({"--cache", "10M"}), {"--cache 10M", "at least 32M"});
+  ExpectUsageError(bench({"--cache", "lots"}), {"--cache lots: not a size"});
+  ExpectUsageError(bench({"--cache", "3G"}), {"--cache 3G", "over 8G", "lower --cache"});
+  ExpectUsageError(bench({"--runtime", "0"}), {"--runtime 0", "0.2 to 600 seconds"});
+  ExpectUsageError(bench({"--md-files", "5"}), {"--md-files 5", "10 to 1000000"});
+  ExpectUsageError(bench({"--small-files", "200000"}), {"--small-files 200000", "10 to 100000"});
+  ExpectUsageError(bench({"--repeat", "0"}), {"--repeat 0", "1 to 9"});
+  ExpectUsageError(bench({"--store", "dir:/tmp/x"}), {"--store dir:/tmp/x", "give dev:SPEC"});
+  ExpectUsageError(bench({"--store", "nfs:x"}), {"--store "});
+  ExpectUsageError(bench({"--passthrough-ll", absent_}),
+                   {"--passthrough-ll " + absent_, "not an executable"});
+  ExpectUsageError(bench({"--plot", dir_ + "/no/such/plot.svg"}), {"--plot " + dir_ + "/no/such"});
+  ExpectUsageError({"fs", "bench", "--dir", dir_ + "/absent"}, {"--dir " + dir_ + "/absent"});
+  EXPECT_TRUE(std::filesystem::is_empty(d));
+}
+
 }  // namespace

@@ -101,8 +101,10 @@ std::vector<std::string> JobNames(const std::vector<RunResult>& runs) {
   return names;
 }
 
-// Y axis with gridlines from 0 to top (in value units) over [y0 - h, y0].
-double DrawYAxis(Svg* svg, double max_value, double y0, double h, double width, bool bytes) {
+// Y axis with gridlines from 0 to top (in value units) over [y0 - h, y0]; `label` formats a
+// tick value.
+double DrawYAxis(Svg* svg, double max_value, double y0, double h, double width, bool bytes,
+                 std::string (*label)(double) = nullptr) {
   double unit = 1;  // bytes: steps of 1, 2 or 5 K / M / G, so labels stay round
   while (bytes && max_value / unit >= 1024 && unit < 1099511627776.0) unit *= 1024;
   const double step = NiceStep(max_value / unit, 5) * unit;
@@ -110,47 +112,73 @@ double DrawYAxis(Svg* svg, double max_value, double y0, double h, double width, 
   for (double v = 0; v <= top + step / 2; v += step) {
     const double y = y0 - h * (v / top);
     svg->Line(kLeft, y, width - 20, y, v == 0 ? "#333" : "#e3e3e3");
-    svg->Text(kLeft - 8, y + 4, bytes ? BytesLabel(v) : FormatIops(v),
+    svg->Text(kLeft - 8, y + 4, label != nullptr ? label(v) : bytes ? BytesLabel(v) : FormatIops(v),
               "text-anchor=\"end\" font-size=\"11\"");
   }
   return top;
 }
 
+std::string RatioLabel(double v) { return Fmt(v < 10 ? "%.2gx" : "%.0fx", v); }
+
+// A panel of grouped bars: values[group][series] (< 0: no bar), a legend row under the title.
+void DrawBarPanel(Svg* svg, const std::string& title, const std::string& y_label,
+                  const std::vector<std::string>& series, const std::vector<const char*>& colors,
+                  const std::vector<std::string>& groups,
+                  const std::vector<std::vector<double>>& values, bool ratios, double y_top,
+                  double width) {
+  const double y0 = y_top + kPanelH;
+  svg->Text(kLeft, y_top - 38, title, "font-size=\"15\" font-weight=\"bold\"");
+  double max_value = ratios ? 1 : 1e-9;
+  for (const std::vector<double>& g : values) {
+    for (double v : g) max_value = std::max(max_value, v);
+  }
+  const double top = DrawYAxis(svg, max_value, y0, kPanelH, width, false,
+                               ratios ? &RatioLabel : nullptr);
+  svg->Text(22, y_top + kPanelH / 2.0, y_label,
+            Fmt("font-size=\"12\" transform=\"rotate(-90 22 %.1f)\"", y_top + kPanelH / 2.0)
+                .c_str());
+  const int group_w = static_cast<int>(series.size()) * kBarW + kGroupGap;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const double gx = kLeft + 20 + static_cast<double>(g * group_w);
+    for (size_t e = 0; e < series.size() && e < values[g].size(); ++e) {
+      const double v = values[g][e];
+      if (v < 0) continue;
+      const double h = kPanelH * v / top;
+      const double x = gx + static_cast<double>(e * kBarW);
+      svg->Rect(x + 2, y0 - h, kBarW - 4, h, colors[e % colors.size()]);
+      svg->Text(x + kBarW / 2.0, y0 - h - 4, ratios ? Fmt("%.2f", v) : FormatIops(v),
+                "text-anchor=\"middle\" font-size=\"10\"");
+    }
+    svg->Text(gx + (group_w - kGroupGap) / 2.0, y0 + 18, groups[g],
+              "text-anchor=\"middle\" font-size=\"11\"");
+  }
+  double lx = kLeft;
+  for (size_t e = 0; e < series.size(); ++e) {
+    svg->Rect(lx, y_top - 26, 12, 12, colors[e % colors.size()]);
+    svg->Text(lx + 16, y_top - 16, series[e], "font-size=\"12\"");
+    lx += 30 + 7.0 * static_cast<double>(series[e].size());
+  }
+}
+
 void DrawIopsPanel(Svg* svg, const std::vector<RunResult>& runs,
                    const std::vector<std::string>& jobs, const std::vector<EngineSpec>& engines,
                    double y_top, double width) {
-  const double y0 = y_top + kPanelH;
-  svg->Text(kLeft, y_top - 38, "IOPS per job and engine (higher is better)",
-            "font-size=\"15\" font-weight=\"bold\"");
-  double max_iops = 1;
-  for (const RunResult& r : runs) max_iops = std::max(max_iops, r.iops());
-  const double top = DrawYAxis(svg, max_iops, y0, kPanelH, width, false);
-  svg->Text(22, y_top + kPanelH / 2.0, "IOPS",
-            Fmt("font-size=\"12\" transform=\"rotate(-90 22 %.1f)\"", y_top + kPanelH / 2.0)
-                .c_str());
-  const int group_w = static_cast<int>(engines.size()) * kBarW + kGroupGap;
+  std::vector<std::string> names;
+  std::vector<const char*> colors;
+  for (size_t e = 0; e < engines.size(); ++e) {
+    names.push_back(engines[e].Name());
+    colors.push_back(EngineColor(engines[e], FixedRank(engines, e)));
+  }
+  std::vector<std::vector<double>> values(jobs.size(), std::vector<double>(engines.size(), -1));
   for (size_t g = 0; g < jobs.size(); ++g) {
-    const double gx = kLeft + 20 + static_cast<double>(g * group_w);
     for (size_t e = 0; e < engines.size(); ++e) {
       for (const RunResult& r : runs) {
-        if (r.job.name != jobs[g] || !(r.engine == engines[e])) continue;
-        const double h = kPanelH * r.iops() / top;
-        const double x = gx + static_cast<double>(e * kBarW);
-        svg->Rect(x + 2, y0 - h, kBarW - 4, h, EngineColor(engines[e], FixedRank(engines, e)));
-        svg->Text(x + kBarW / 2.0, y0 - h - 4, FormatIops(r.iops()),
-                  "text-anchor=\"middle\" font-size=\"10\"");
+        if (r.job.name == jobs[g] && r.engine == engines[e]) values[g][e] = r.iops();
       }
     }
-    svg->Text(gx + (group_w - kGroupGap) / 2.0, y0 + 18, jobs[g],
-              "text-anchor=\"middle\" font-size=\"12\"");
   }
-  // Legend, on its own row under the title.
-  double lx = kLeft;
-  for (size_t e = 0; e < engines.size(); ++e) {
-    svg->Rect(lx, y_top - 26, 12, 12, EngineColor(engines[e], FixedRank(engines, e)));
-    svg->Text(lx + 16, y_top - 16, engines[e].Name(), "font-size=\"12\"");
-    lx += 30 + 7.0 * static_cast<double>(engines[e].Name().size());
-  }
+  DrawBarPanel(svg, "IOPS per job and engine (higher is better)", "IOPS", names, colors, jobs,
+               values, /*ratios=*/false, y_top, width);
 }
 
 void DrawResidentPanel(Svg* svg, const std::vector<RunResult>& runs,
@@ -247,6 +275,33 @@ std::string XmlEscape(std::string_view text) {
   return out;
 }
 
+static std::string SvgDocument(double width, double height, const std::string& body) {
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += Fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\"", width) +
+         Fmt(" height=\"%.0f\"", height) + Fmt(" viewBox=\"0 0 %.0f", width) +
+         Fmt(" %.0f\" font-family=\"DejaVu Sans, Arial, sans-serif\">\n", height);
+  out += body;
+  out += "</svg>\n";
+  return out;
+}
+
+std::string RenderBarChartSvg(const BarChart& chart) {
+  static const std::vector<const char*> kColors = {"#59a14f", "#8c8c8c", "#4e79a7", "#f28e2b",
+                                                   "#b07aa1", "#e15759"};
+  const int group_w = static_cast<int>(chart.series.size()) * kBarW + kGroupGap;
+  const double width =
+      std::max(760.0, kLeft + 40.0 + static_cast<double>(chart.groups.size() * group_w));
+  const double panel_top = 95;
+  const double height = panel_top + kPanelH + 70;
+  Svg svg;
+  svg.Rect(0, 0, width, height, "white");
+  svg.Text(kLeft, 30, chart.title, "font-size=\"18\" font-weight=\"bold\"");
+  DrawBarPanel(&svg, chart.subtitle, chart.y_label, chart.series, kColors, chart.groups,
+               chart.values, chart.ratios, panel_top, width);
+  svg.Text(kLeft, panel_top + kPanelH + 50, chart.footnote, "font-size=\"11\" fill=\"#555\"");
+  return SvgDocument(width, height, svg.body);
+}
+
 std::string RenderPlotSvg(const std::vector<RunResult>& runs) {
   std::vector<std::string> jobs = JobNames(runs);
   std::vector<EngineSpec> engines;
@@ -265,13 +320,7 @@ std::string RenderPlotSvg(const std::vector<RunResult>& runs) {
   svg.Text(kLeft, 30, "folio bench", "font-size=\"18\" font-weight=\"bold\"");
   DrawIopsPanel(&svg, runs, jobs, engines, panel1_top, width);
   DrawResidentPanel(&svg, runs, jobs, engines, panel2_top, width);
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += Fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\"", width) +
-         Fmt(" height=\"%.0f\"", height) + Fmt(" viewBox=\"0 0 %.0f", width) +
-         Fmt(" %.0f\" font-family=\"DejaVu Sans, Arial, sans-serif\">\n", height);
-  out += svg.body;
-  out += "</svg>\n";
-  return out;
+  return SvgDocument(width, height, svg.body);
 }
 
 }  // namespace folio::bench

@@ -321,54 +321,11 @@ Result<RunResult> Bench::RunOne(const PlannedJob& p, const EngineSpec& spec, uin
   ctx.direct_arena = direct_arena_.get();
   ctx.memcg = memcg_.get();
   ctx.unlimited_why = unlimited_why_;
-  std::unique_ptr<Engine> engine = NewEngine(ctx);
-  FOLIO_RETURN_IF_ERROR(engine->Prepare());
-
-  ProgressOptions po;
-  po.mode = progress_mode();
-  po.unit = ProgressUnit::kSeconds;
-  const uint64_t total_ms = p.job.runtime_us == 0 ? 0 : (p.job.ramp_time_us + p.job.runtime_us) / 1000;
-  ProgressReporter progress(p.job.name + " " + spec.Name(), total_ms, po);
-  uint64_t last_ms = 0, last_ops = 0;
-  WorkloadPlan plan;
-  plan.job = p.job;
-  plan.region_offset = p.region_offset;
-  plan.region_bytes = p.region_bytes;
-  plan.seed = seed;
-  plan.stop = stop_.flag();
-  plan.on_measure_start = [&engine] { engine->OnMeasureStart(); };
-  plan.on_tick = [&](uint64_t elapsed_ms, uint64_t ops) {
-    if (elapsed_ms > last_ms) {
-      const double iops = static_cast<double>(ops - last_ops) * 1000.0 /
-                          static_cast<double>(elapsed_ms - last_ms);
-      progress.SetDetail("IOPS " + FormatIops(iops));
-    }
-    last_ms = elapsed_ms;
-    last_ops = ops;
-    progress.Update(elapsed_ms);
-  };
-  Result<TimedRun> timed =
-      engine->runs_itself()
-          ? engine->RunItself(seed, stop_.flag())
-          : RunWorkload(plan, [&](uint32_t i) { return engine->NewWorker(i); });
-  progress.Finish();
-  if (!timed.ok()) return timed.status();
-  FOLIO_RETURN_IF_ERROR(engine->Finish());
-
-  RunResult r;
-  r.job = p.job;
-  r.engine = spec;
+  FOLIO_ASSIGN_OR_RETURN(RunResult r,
+                         RunEngineJob(ctx, seed, progress_mode(), p.job.name + " " + spec.Name()));
   r.file = p.file;
   r.file_created = !p.on_device && p.job.filename.empty();
   r.on_device = p.on_device;
-  r.timed = *timed;
-  if (const FolioRunStats* f = engine->folio_stats()) {
-    r.has_folio = true;
-    r.folio = *f;
-  }
-  r.memory = engine->memory();
-  r.device_read_bytes = engine->device_read_bytes();
-  r.notes = engine->notes();
   return r;
 }
 
@@ -497,6 +454,58 @@ int Bench::Emit() {
 }
 
 }  // namespace
+
+Result<RunResult> RunEngineJob(const EngineContext& ctx, uint64_t seed, ProgressMode progress_mode,
+                               const std::string& label) {
+  std::unique_ptr<Engine> engine = NewEngine(ctx);
+  FOLIO_RETURN_IF_ERROR(engine->Prepare());
+
+  ProgressOptions po;
+  po.mode = progress_mode;
+  po.unit = ProgressUnit::kSeconds;
+  const JobSpec& job = ctx.job;
+  const uint64_t total_ms = job.runtime_us == 0 ? 0 : (job.ramp_time_us + job.runtime_us) / 1000;
+  ProgressReporter progress(label, total_ms, po);
+  uint64_t last_ms = 0, last_ops = 0;
+  WorkloadPlan plan;
+  plan.job = job;
+  plan.region_offset = ctx.region_offset;
+  plan.region_bytes = ctx.region_bytes;
+  plan.seed = seed;
+  plan.stop = ctx.stop;
+  plan.on_measure_start = [&engine] { engine->OnMeasureStart(); };
+  plan.on_tick = [&](uint64_t elapsed_ms, uint64_t ops) {
+    if (elapsed_ms > last_ms) {
+      const double iops = static_cast<double>(ops - last_ops) * 1000.0 /
+                          static_cast<double>(elapsed_ms - last_ms);
+      progress.SetDetail("IOPS " + FormatIops(iops));
+    }
+    last_ms = elapsed_ms;
+    last_ops = ops;
+    progress.Update(elapsed_ms);
+  };
+  Result<TimedRun> timed =
+      engine->runs_itself()
+          ? engine->RunItself(seed, ctx.stop)
+          : RunWorkload(plan, [&](uint32_t i) { return engine->NewWorker(i); });
+  progress.Finish();
+  if (!timed.ok()) return timed.status();
+  FOLIO_RETURN_IF_ERROR(engine->Finish());
+
+  RunResult r;
+  r.job = job;
+  r.engine = ctx.engine;
+  r.file = ctx.path;
+  r.timed = *timed;
+  if (const FolioRunStats* f = engine->folio_stats()) {
+    r.has_folio = true;
+    r.folio = *f;
+  }
+  r.memory = engine->memory();
+  r.device_read_bytes = engine->device_read_bytes();
+  r.notes = engine->notes();
+  return r;
+}
 
 int RunBench(const BenchConfig& config) {
   StopSignal stop;

@@ -17,7 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "base/progress.h"
+#include "bench/engine.h"
 #include "bench/engine_spec.h"
+#include "bench/report.h"
 #include "folio/page_cache.h"
 
 namespace folio::bench {
@@ -44,6 +47,12 @@ struct BenchConfig {
 };
 
 inline constexpr uint64_t kMaxTotalFileBytes = 8ull << 30;
+
+// One run of ctx.job with ctx.engine on ctx.path: Prepare, the workers (RunWorkload, or the
+// engine itself) with a progress line named `label` showing IOPS, then Finish. Also used by
+// `folio fs bench`, which runs the kernel engine on files of three file systems.
+Result<RunResult> RunEngineJob(const EngineContext& ctx, uint64_t seed, ProgressMode progress_mode,
+                               const std::string& label);
 
 // Returns the process exit code (0, 1 runtime failure, 2 usage error, 130 interrupted);
 // errors are printed as one line on stderr.

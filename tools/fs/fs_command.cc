@@ -2,11 +2,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/statvfs.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -14,7 +17,9 @@
 
 #include "base/units.h"
 #include "cli/cli_util.h"
+#include "fs/fs_bench.h"
 #include "fs/fs_cli.h"
+#include "fs/store/store_url.h"
 #include "fuse/mount_point.h"
 
 namespace folio::cli {
@@ -44,6 +49,17 @@ struct FsArgs {
   bool repair = false;
   bool delete_leaked = false;
   std::string safety_window = "1h";
+  // bench
+  std::string bench_dir;
+  std::string store;
+  std::string bench_cache = "512M";
+  double runtime_s = 4;
+  uint32_t md_files = 10000;
+  uint32_t small_files = 10000;
+  int repeat = 1;
+  bool quick = false;
+  std::string plot;
+  std::string passthrough_ll;
   // positional
   std::string meta_url;
   std::string second;  // NAME (format) or MOUNTPOINT (mount)
@@ -207,6 +223,98 @@ int RunInspect(const FsArgs& a, int (*run)(const FsInspectConfig&), std::string_
   return run(c);
 }
 
+// --quick: tiny sizes for tests, unless a flag says otherwise.
+void ApplyQuick(CLI::App* bench, FsArgs* a) {
+  if (!a->quick) return;
+  if (bench->count("--cache") == 0) a->bench_cache = "64M";
+  if (bench->count("--runtime") == 0) a->runtime_s = 0.5;
+  if (bench->count("--md-files") == 0) a->md_files = 200;
+  if (bench->count("--small-files") == 0) a->small_files = 200;
+}
+
+Status BuildBench(const FsArgs& a, FsBenchConfig* c) {
+  const char* tmp = std::getenv("TMPDIR");
+  c->dir = !a.bench_dir.empty() ? a.bench_dir : tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  FOLIO_RETURN_IF_ERROR(CheckDirectoryFlag("--dir", c->dir, "$TMPDIR or /tmp"));
+  FOLIO_ASSIGN_OR_RETURN(c->cache_bytes, SizeFlag(a.bench_cache, "--cache", "256M or 1G"));
+  if (c->cache_bytes < (32ull << 20) || c->cache_bytes % (1 << 20) != 0) {
+    return Status::InvalidArgument("--cache " + a.bench_cache +
+                                   ": use a whole number of MiB, at least 32M (e.g. 512M)");
+  }
+  if (!(a.runtime_s >= 0.2 && a.runtime_s <= 600)) {
+    return Status::InvalidArgument("--runtime " + fmt::format("{}", a.runtime_s) +
+                                   ": give 0.2 to 600 seconds per I/O phase");
+  }
+  c->runtime_s = a.runtime_s;
+  if (a.md_files < 10 || a.md_files > 1000000) {
+    return Status::InvalidArgument("--md-files " + std::to_string(a.md_files) +
+                                   ": give 10 to 1000000 entries");
+  }
+  c->md_files = a.md_files;
+  if (a.small_files < 10 || a.small_files > 100000) {
+    return Status::InvalidArgument("--small-files " + std::to_string(a.small_files) +
+                                   ": give 10 to 100000 files");
+  }
+  c->small_files = a.small_files;
+  if (a.repeat < 1 || a.repeat > 9) {
+    return Status::InvalidArgument("--repeat " + std::to_string(a.repeat) + ": give 1 to 9 runs");
+  }
+  c->repeat = a.repeat;
+  c->quick = a.quick;
+  if (!a.store.empty()) {
+    Result<store::StoreUrl> u = store::ParseStoreUrl(a.store);
+    if (!u.ok()) return Status::InvalidArgument("--store " + std::string(u.status().message()));
+    if (u->kind != store::StoreUrl::Kind::kDev) {
+      return Status::InvalidArgument("--store " + a.store + ": give dev:SPEC (e.g. "
+                                     "dev:file:/tmp/x.img); the default is a dir: store in the "
+                                     "temp directory");
+    }
+    c->store = a.store;
+  }
+  if (FsBenchNeededBytes(*c) > kFsBenchMaxBytes) {
+    return Status::InvalidArgument("--cache " + a.bench_cache + ": the bench would need " +
+                                   FormatSize(FsBenchNeededBytes(*c)) + " of temp files, over " +
+                                   FormatSize(kFsBenchMaxBytes) + "; lower --cache or --small-files");
+  }
+  struct statvfs vfs;
+  if (statvfs(c->dir.c_str(), &vfs) == 0) {
+    const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    if (avail < FsBenchNeededBytes(*c)) {
+      return Status::InvalidArgument("--dir " + c->dir + ": " + FormatSize(avail) +
+                                     " free, the bench needs " +
+                                     FormatSize(FsBenchNeededBytes(*c)) +
+                                     "; use --dir elsewhere or a smaller --cache");
+    }
+  }
+  if (!a.plot.empty()) {
+    const std::string parent = std::filesystem::path(a.plot).parent_path().string();
+    if (!parent.empty()) {
+      FOLIO_RETURN_IF_ERROR(CheckDirectoryFlag("--plot", parent, "the current directory"));
+    }
+    c->plot_path = a.plot;
+  }
+  if (!a.passthrough_ll.empty() && access(a.passthrough_ll.c_str(), X_OK) != 0) {
+    return Status::InvalidArgument("--passthrough-ll " + a.passthrough_ll +
+                                   ": not an executable file; give a built passthrough_ll or "
+                                   "leave it out to build one");
+  }
+  c->passthrough_ll = a.passthrough_ll;
+  FOLIO_RETURN_IF_ERROR(fuse::CheckFuseDevice());
+  char exe[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) return Status::FromErrno(errno, "/proc/self/exe");
+  c->folio_binary.assign(exe, static_cast<size_t>(n));
+  return Status::OK();
+}
+
+int RunBenchCommand(const FsArgs& a) {
+  FsBenchConfig c;
+  c.json = a.json;
+  Status s = BuildBench(a, &c);
+  if (!s.ok()) return ExitWithStatus("folio fs bench", s);
+  return RunFsBench(c);
+}
+
 void AddMetaUrl(CLI::App* sub, FsArgs* a) {
   sub->add_option("META-URL", a->meta_url, "The volume's metadata: sqlite:PATH")->required();
 }
@@ -277,7 +385,35 @@ Command AddFsCommand(CLI::App& root) {
       ->default_str("1h");
   gc->add_flag("--json", a->json, "JSON output");
 
-  auto run = [a, format, mount, umount, status, fsck, gc]() {
+  CLI::App* bench = fs->add_subcommand(
+      "bench", "The seed-2 experiment: a fresh Folio FS mount, ext4 through the kernel and "
+               "libfuse's passthrough_ll side by side (random and sequential I/O, metadata, "
+               "small files with packing on and off), with ratios and the issue's targets");
+  bench->add_option("--dir", a->bench_dir, "Where the temp directory goes (default $TMPDIR or "
+                                           "/tmp; on the disk under test)");
+  bench->add_option("--store", a->store, "Folio's block store: dev:SPEC (default: a dir: store "
+                                         "in the temp directory)");
+  bench->add_option("--cache", a->bench_cache, "Folio's --cache and the kernel's memory cgroup "
+                                               "limit; the data files are cache/2 and 2 x cache")
+      ->default_str("512M");
+  bench->add_option("--runtime", a->runtime_s, "Seconds per I/O phase")->default_str("4");
+  bench->add_option("--md-files", a->md_files, "Entries per metadata run")->default_str("10000");
+  bench->add_option("--small-files", a->small_files, "Files in the small-file phase")
+      ->default_str("10000");
+  bench->add_option("--repeat", a->repeat, "Runs of every phase; the report shows medians")
+      ->default_str("1");
+  bench->add_flag("--quick", a->quick, "Tiny sizes (64M cache, 0.5 s phases, 200 entries): for "
+                                       "tests");
+  bench->add_flag("--json", a->json, "JSON output (no progress line)");
+  bench->add_option("--plot", a->plot, "Write an SVG chart of the ratios to ext4");
+  bench->add_option("--passthrough-ll", a->passthrough_ll,
+                    "A built passthrough_ll (default: build it with bench/build-passthrough-ll.sh)");
+
+  auto run = [a, format, mount, umount, status, fsck, gc, bench]() {
+    if (bench->parsed()) {
+      ApplyQuick(bench, a.get());
+      return RunBenchCommand(*a);
+    }
     if (format->parsed()) return RunFormat(*a);
     if (mount->parsed()) return RunMount(*a);
     if (umount->parsed()) return RunUmount(*a);

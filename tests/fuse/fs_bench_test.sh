@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# `folio fs bench` end to end: a --quick --json run (a Folio FS mount, ext4 and passthrough_ll
+# side by side) must report every phase on every target with positive figures, packing must
+# store the small files in fewer objects than no packing, and the temp directory must be gone
+# with nothing left mounted; then a run interrupted with SIGINT must exit 130, unmount
+# everything and remove its temp directory.
+#
+# Usage: fs_bench_test.sh FOLIO_BIN
+# Exit 77 (skipped) when /dev/fuse, root (for allow_other and the memory cgroup), cc or
+# libfuse3-dev's passthrough_ll example is missing. Ends with "N passed, N failed".
+set -uo pipefail
+
+FOLIO=$1
+skip() { echo "SKIP: $*"; exit 77; }
+[ -e /dev/fuse ] || skip "/dev/fuse does not exist on this machine"
+[ "$(id -u)" -eq 0 ] || skip "not root"
+command -v cc >/dev/null || skip "no C compiler to build passthrough_ll"
+[ -f /usr/share/doc/libfuse3-dev/examples/passthrough_ll.c ] || skip "libfuse3-dev is missing"
+command -v python3 >/dev/null || skip "python3 is missing"
+
+T=$(mktemp -d /tmp/folio-fs-bench-test.XXXXXX)
+passed=0
+failed=0
+cleanup() {
+  for m in $(awk -v t="$T" '$2 ~ "^"t {print $2}' /proc/mounts | sort -r); do
+    umount -l "$m" 2>/dev/null
+  done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+ok() { echo "ok: $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
+
+nothing_left() {  # nothing mounted under $T, no folio-fs-bench.* directory in $T
+  ! awk -v t="$T" '$2 ~ "^"t {found=1} END {exit !found}' /proc/mounts &&
+    [ -z "$(find "$T" -maxdepth 1 -name 'folio-fs-bench.*')" ]
+}
+
+# 1. The quick run.
+if "$FOLIO" fs bench --quick --json --dir "$T" --plot "$T/plot.svg" >"$T/out.json" 2>"$T/err"; then
+  ok "fs bench --quick --json exits 0"
+else
+  fail "fs bench --quick --json exited $?: $(tail -3 "$T/err")"
+fi
+if python3 - "$T/out.json" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+want = ["randread-4k-cached-1t", "randread-4k-2xcache-1t", "randwrite-4k-1t",
+        "randread-4k-cached-4t", "randread-4k-2xcache-4t", "randwrite-4k-4t",
+        "seqwrite-1m", "seqread-1m"]
+for t in ("1t", "4t"):
+    want += [f"md-{op}-{t}" for op in
+             ("mkdir", "create", "stat", "open+close", "readdir", "rename", "unlink")]
+want += ["smallfiles-write", "smallfiles-read", "smallfiles-write-nopack",
+         "smallfiles-read-nopack"]
+phases = {p["phase"]: p for p in r["phases"]}
+bad = []
+for name in want:
+    p = phases.get(name)
+    if p is None:
+        bad.append(f"{name}: missing"); continue
+    targets = ["folio"] if name.endswith("-nopack") else ["folio", "ext4", "passthrough_ll"]
+    for t in targets:
+        v = p["values"].get(t, 0)
+        if not v > 0:
+            bad.append(f"{name} {t}: {v}")
+on = phases["smallfiles-write"].get("objects", {}).get("folio", 0)
+off = phases["smallfiles-write-nopack"].get("objects", {}).get("folio", 0)
+if not (0 < on < off):
+    bad.append(f"store objects: packing {on}, no packing {off} (want 0 < packing < no packing)")
+if len(r["targets"]) != 4 or any("met" not in t for t in r["targets"]):
+    bad.append(f"targets: {r['targets']}")
+if not r["fairness"]:
+    bad.append("no fairness notes")
+print("\n".join(bad) if bad else f"{len(want)} phases, objects {on} vs {off}")
+sys.exit(1 if bad else 0)
+PYEOF
+then ok "every phase on every target with positive figures; packing stores fewer objects"
+else fail "the JSON"; fi
+if grep -q "<svg" "$T/plot.svg" 2>/dev/null; then ok "--plot wrote an SVG"; else fail "--plot"; fi
+if nothing_left; then ok "nothing mounted, temp directory removed"; else fail "left behind"; fi
+
+# 2. SIGINT in the middle: exit 130, everything unmounted, temp directory removed.
+"$FOLIO" fs bench --quick --runtime 3 --dir "$T" >"$T/int.out" 2>"$T/int.err" &
+PID=$!
+for _ in $(seq 1 300); do
+  grep -q "mnt-pll" /proc/mounts && break
+  sleep 0.1
+done
+sleep 2
+kill -INT "$PID"
+wait "$PID"
+rc=$?
+if [ "$rc" -eq 130 ]; then ok "SIGINT: exit 130"; else fail "SIGINT: exit $rc: $(tail -2 "$T/int.err")"; fi
+if [ "$(grep -c . "$T/int.err")" -ge 1 ] && grep -q "interrupted" "$T/int.err"; then
+  ok "SIGINT: says interrupted"
+else
+  fail "SIGINT: stderr $(cat "$T/int.err")"
+fi
+if nothing_left; then ok "SIGINT: nothing mounted, temp directory removed"; else fail "SIGINT: left behind"; fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,380 @@
+// `folio fs bench`: sets up the three targets in one temp directory, runs every phase on each
+// side by side (fs_bench_phases.cc), and prints the report (fs_bench_report.cc).
+#include "fs/fs_bench.h"
+
+#include <linux/magic.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "base/units.h"
+#include "bench/datafile.h"
+#include "bench/memcg.h"
+#include "cli/cli_util.h"
+#include "fs/fs_bench_mounts.h"
+#include "fs/fs_bench_phases.h"
+
+#ifndef FOLIO_BENCH_SCRIPT_DIR
+#define FOLIO_BENCH_SCRIPT_DIR ""
+#endif
+
+namespace folio::cli {
+
+namespace {
+
+constexpr char kPrefix[] = "folio fs bench";
+constexpr int kExitInterrupted = 130;
+
+// How long each metadata op may run on one target.
+double MetadataDeadlineSeconds(const FsBenchConfig& c) { return std::max(1.0, 2 * c.runtime_s); }
+
+// The temp directory: removed with everything in it when the bench ends. Declared before the
+// mounts so they are gone first.
+class WorkDir {
+ public:
+  static Result<std::unique_ptr<WorkDir>> Create(const std::string& parent) {
+    std::string tmpl = parent + "/folio-fs-bench.XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) return Status::FromErrno(errno, "--dir " + parent);
+    return std::unique_ptr<WorkDir>(new WorkDir(tmpl));
+  }
+  ~WorkDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit WorkDir(std::string path) : path_(std::move(path)) {}
+  const std::string path_;
+};
+
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  double a = 0, b = 0, c = 0;
+  in >> a >> b >> c;
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.2f %.2f %.2f", a, b, c);
+  return buf;
+}
+
+std::string FsTypeName(const std::string& path) {
+  struct statfs s;
+  if (statfs(path.c_str(), &s) != 0) return "unknown";
+  switch (static_cast<unsigned long>(s.f_type)) {
+    case EXT4_SUPER_MAGIC: return "ext4";
+    case TMPFS_MAGIC: return "tmpfs";
+    case XFS_SUPER_MAGIC: return "xfs";
+    case BTRFS_SUPER_MAGIC: return "btrfs";
+    default: return "a file system of type 0x" + fmt::format("{:x}", s.f_type);
+  }
+}
+
+struct Target {
+  std::string name;
+  std::string root;    // where its metadata and small-file phases work
+  std::string data;    // directory of its data files
+};
+
+class FsBench {
+ public:
+  FsBench(const FsBenchConfig& c, const bench::StopSignal& stop) : c_(c), stop_(stop) {}
+  int Run();
+
+ private:
+  Status Setup();
+  Status FillData();
+  Status RunIo(const IoPhase& phase);
+  Status RunMetadata(uint32_t threads);
+  Status RunSmall(int rep);
+  FsPhaseResult& Phase(const std::string& name, const std::string& group,
+                       const std::string& unit, uint32_t threads);
+  int Fail(const Status& s) {
+    if (stop_.stopped() || s.code() == StatusCode::kAgain) {
+      PrintError(kPrefix, "interrupted; everything unmounted and the temp directory removed");
+      return kExitInterrupted;
+    }
+    return ExitWithStatus(kPrefix, s);
+  }
+  void Say(const std::string& line) {
+    if (c_.json) return;
+    std::printf("%s: %s\n", kPrefix, line.c_str());
+    std::fflush(stdout);
+  }
+  Status UnmountAll();
+
+  const FsBenchConfig& c_;
+  const bench::StopSignal& stop_;
+  PhaseEnv env_;
+  FsBenchReport report_;
+  std::unique_ptr<WorkDir> work_;  // destroyed last (members are destroyed bottom-up)
+  std::unique_ptr<bench::MemoryCgroup> memcg_;
+  std::vector<Target> targets_;
+  std::string store_dir_;          // the dir: store's directory ("" for --store dev:)
+  std::string nopack_store_dir_;
+  std::unique_ptr<BenchMount> folio_, pll_, nopack_;
+};
+
+FsPhaseResult& FsBench::Phase(const std::string& name, const std::string& group,
+                              const std::string& unit, uint32_t threads) {
+  for (FsPhaseResult& p : report_.phases) {
+    if (p.name == name) return p;
+  }
+  FsPhaseResult p;
+  p.name = name;
+  p.group = group;
+  p.unit = unit;
+  p.threads = threads;
+  report_.phases.push_back(p);
+  return report_.phases.back();
+}
+
+Status FsBench::Setup() {
+  const std::string w = work_->path();
+  std::string pll = c_.passthrough_ll;
+  if (pll.empty()) {
+    const std::string script = std::string(FOLIO_BENCH_SCRIPT_DIR) + "/build-passthrough-ll.sh";
+    if (access(script.c_str(), X_OK) != 0) {
+      return Status::NotSupported(script + ": not found (a folio binary outside its source "
+                                           "tree); give --passthrough-ll PATH");
+    }
+    pll = w + "/passthrough_ll";
+    Say("building libfuse's passthrough_ll: " + script + " " + pll);
+    FOLIO_RETURN_IF_ERROR(RunChild({script, pll}, w + "/build.log"));
+  }
+  Result<std::unique_ptr<bench::MemoryCgroup>> cg = bench::MemoryCgroup::Create(c_.cache_bytes);
+  if (cg.ok()) {
+    memcg_ = std::move(cg).value();
+    report_.fairness.push_back(
+        "equal memory: the reader (this process) runs every I/O phase in memory cgroup " +
+        memcg_->path() + " (" + memcg_->LimitName() + " " + FormatSize(c_.cache_bytes) +
+        "), so the kernel page cache of ext4's files and of both FUSE mounts' files is capped "
+        "at --cache; passthrough_ll's server runs in the same cgroup, so the page cache of its "
+        "backing files shares that limit");
+  } else {
+    env_.unlimited_why = std::string(cg.status().message());
+    report_.fairness.push_back("NOT equal memory: the kernel page cache is not capped (" +
+                               env_.unlimited_why + "): the 2x-cache rows read from memory on "
+                               "ext4 and passthrough_ll");
+  }
+  report_.fairness.push_back(
+      "Folio FS has its own page cache (--cache " + FormatSize(c_.cache_bytes) +
+      ") below the kernel's page cache of the mount (FOPEN_KEEP_CACHE), and a dir: store's "
+      "block files go through the machine's page cache in the mount process, outside the "
+      "cgroup (its cache arena would be charged there and cannot be reclaimed without swap): "
+      "Folio has more memory than the others, so the 2x-cache rows are not an equal-memory "
+      "comparison");
+  report_.fairness.push_back(
+      "both FUSE targets use the kernel page cache with their defaults (passthrough_ll "
+      "cache=auto, 1 s timeouts; Folio keep_cache, 1 s timeouts); files are re-read right "
+      "before every cached run (pre_read): the machine's proactive reclaim evicts cold pages");
+  report_.fairness.push_back(
+      "small files and metadata: no fsync on any target (ext4 and passthrough_ll keep the data "
+      "in the kernel's page cache; the kernel sends no syncfs to a FUSE server); Folio "
+      "commits every metadata operation in a SQLite transaction (synchronous=FULL) and a "
+      "file's data to the store when it is flushed at close");
+  report_.fairness.push_back(
+      "each metadata op stops after " + fmt::format("{}", MetadataDeadlineSeconds(c_)) +
+      " s (2 x --runtime, at least 1 s): a slow target covers fewer entries");
+  const std::string fstype = FsTypeName(w);
+  if (fstype != "ext4") {
+    report_.fairness.push_back("the 'ext4' target is " + fstype + " (the file system of --dir "
+                               + c_.dir + "), not ext4");
+  }
+  env_.stop = stop_.flag();
+  env_.progress = c_.json ? ProgressMode::kOff : ProgressMode::kAuto;
+  env_.memcg = memcg_.get();
+  env_.cache_bytes = c_.cache_bytes;
+
+  const std::string ext4 = w + "/ext4";
+  std::filesystem::create_directories(ext4);
+  store_dir_ = c_.store.empty() ? w + "/store" : "";
+  const std::string storage = c_.store.empty() ? "dir:" + store_dir_ : c_.store;
+  FOLIO_ASSIGN_OR_RETURN(folio_, BenchMount::Folio(c_.folio_binary, w, "folio", storage,
+                                                   /*packing=*/true, c_.cache_bytes));
+  Say("$ " + folio_->command());
+  FOLIO_ASSIGN_OR_RETURN(pll_, BenchMount::Passthrough(pll, ext4, w + "/mnt-pll",
+                                                       w + "/pll.log", memcg_.get()));
+  Say("$ " + pll_->command());
+  targets_ = {{kTargetFolio, folio_->path() + "/work", folio_->path()},
+              {kTargetExt4, ext4 + "/work-ext4", ext4},
+              {kTargetPll, pll_->path() + "/work-pll", pll_->path()}};
+  for (const Target& t : targets_) {
+    if (::mkdir(t.root.c_str(), 0755) != 0) return Status::FromErrno(errno, t.root);
+  }
+  return Status::OK();
+}
+
+// The data files: one set on Folio, one on ext4 (passthrough_ll reads ext4's).
+Status FsBench::FillData() {
+  const ProgressMode pm = env_.progress;
+  for (const std::string& dir : {folio_->path(), targets_[1].data}) {
+    FOLIO_RETURN_IF_ERROR(bench::FillFile(dir + "/cached.img", 0, FsBenchCachedFileBytes(c_),
+                                          stop_.flag(), pm));
+    FOLIO_RETURN_IF_ERROR(bench::FillFile(dir + "/large.img", 0, FsBenchLargeFileBytes(c_),
+                                          stop_.flag(), pm));
+  }
+  return stop_.stopped() ? Status::Again("interrupted") : Status::OK();
+}
+
+Status FsBench::RunIo(const IoPhase& phase) {
+  FsPhaseResult& p = Phase(phase.name, phase.mib_per_s ? "large-files" : "io",
+                           phase.mib_per_s ? "MiB/s" : "IOPS", phase.job.numjobs);
+  if (phase.name.starts_with("seqread")) {
+    const std::string n = "seqread-1m reads the 2x-cache file cold for the kernel (its pages "
+                          "dropped first); Folio's own cache may still hold part of it";
+    if (p.notes.empty()) p.notes.push_back(n);
+  }
+  for (const Target& t : targets_) {
+    const std::string file = t.data + (phase.large_file ? "/large.img" : "/cached.img");
+    std::vector<std::string> notes;
+    FOLIO_ASSIGN_OR_RETURN(double v, RunIoPhase(phase, file, env_, t.name + " " + phase.name,
+                                                &notes));
+    p.runs[t.name].push_back(v);
+  }
+  return Status::OK();
+}
+
+Status FsBench::RunMetadata(uint32_t threads) {
+  const std::string ts = "-" + std::to_string(threads) + "t";
+  for (const Target& t : targets_) {
+    FOLIO_ASSIGN_OR_RETURN(auto ops, RunMetadataPhases(t.root, threads, c_.md_files,
+                                                       MetadataDeadlineSeconds(c_), env_,
+                                                       t.name + " md" + ts));
+    for (const auto& [op, v] : ops) {
+      FsPhaseResult& p = Phase("md-" + op + ts, "metadata", "ops/s", threads);
+      if (op == "readdir" && p.notes.empty()) {
+        p.notes.push_back("md-readdir: every thread lists the whole directory of " +
+                          std::to_string(c_.md_files) + " entries; ops/s are entries listed");
+      }
+      p.runs[t.name].push_back(v);
+    }
+  }
+  return Status::OK();
+}
+
+Status FsBench::RunSmall(int rep) {
+  const std::string w = work_->path();
+  if (nopack_ == nullptr) {
+    // Always a dir: store (a dev: store given with --store holds the packing volume).
+    nopack_store_dir_ = w + "/store-nopack";
+    FOLIO_ASSIGN_OR_RETURN(nopack_, BenchMount::Folio(c_.folio_binary, w, "folio-nopack",
+                                                      "dir:" + nopack_store_dir_,
+                                                      /*packing=*/false, c_.cache_bytes));
+    Say("$ " + nopack_->command());
+    const std::string root = nopack_->path() + "/work";
+    if (::mkdir(root.c_str(), 0755) != 0) return Status::FromErrno(errno, root);
+  }
+  std::vector<Target> runs = targets_;
+  runs.push_back({"folio-nopack", nopack_->path() + "/work", nopack_->path()});
+  const std::string sub = "/sf" + std::to_string(rep);
+  for (const Target& t : runs) {
+    const std::string root = t.root + sub;
+    if (::mkdir(root.c_str(), 0755) != 0) return Status::FromErrno(errno, root);
+    const bool nopack = t.name == "folio-nopack";
+    const std::string store = nopack ? nopack_store_dir_ : t.name == kTargetFolio ? store_dir_ : "";
+    const uint64_t before = store.empty() ? 0 : CountStoreObjects(store);
+    FOLIO_ASSIGN_OR_RETURN(SmallFilesResult r,
+                           RunSmallFiles(root, c_.small_files, env_, t.name + " small files"));
+    const std::string target = nopack ? kTargetFolio : t.name;
+    const std::string suffix = nopack ? "-nopack" : "";
+    FsPhaseResult& wp = Phase("smallfiles-write" + suffix, "small-files", "files/s", 4);
+    FsPhaseResult& rp = Phase("smallfiles-read" + suffix, "small-files", "files/s", 4);
+    wp.runs[target].push_back(r.write_files_per_s);
+    rp.runs[target].push_back(r.read_files_per_s);
+    if (t.name == kTargetExt4 || t.name == kTargetPll) {
+      wp.objects[target] = c_.small_files;  // a file is an inode: one object each
+    } else if (!store.empty()) {
+      wp.objects[target] = CountStoreObjects(store) - before;
+    }
+    if (nopack && wp.notes.empty()) {
+      wp.notes.push_back("smallfiles-*-nopack: Folio only, a second volume formatted with "
+                         "--pack-below 0 (ext4 and passthrough_ll have no packing)");
+    }
+  }
+  return Status::OK();
+}
+
+Status FsBench::UnmountAll() {
+  Status s = Status::OK();
+  for (std::unique_ptr<BenchMount>* m : {&nopack_, &pll_, &folio_}) {
+    if (*m == nullptr) continue;
+    Status u = (*m)->Unmount();
+    if (s.ok() && !u.ok()) s = u.WithContext("unmount " + (*m)->path());
+  }
+  return s;
+}
+
+int FsBench::Run() {
+  report_.load = LoadAverage();
+  report_.command = "folio fs bench" + std::string(c_.quick ? " --quick" : "") +
+                    " --cache " + FormatSize(c_.cache_bytes) + " --runtime " +
+                    fmt::format("{}", c_.runtime_s) + " --md-files " +
+                    std::to_string(c_.md_files) + " --small-files " +
+                    std::to_string(c_.small_files) +
+                    (c_.repeat > 1 ? " --repeat " + std::to_string(c_.repeat) : "") +
+                    (c_.store.empty() ? "" : " --store " + c_.store);
+  Result<std::unique_ptr<WorkDir>> w = WorkDir::Create(c_.dir);
+  if (!w.ok()) return ExitWithStatus(kPrefix, w.status());
+  work_ = std::move(w).value();
+  Say("temp directory " + work_->path() + ", cache " + FormatSize(c_.cache_bytes) +
+      ", load average " + report_.load);
+  Status s = Setup();
+  if (s.ok()) s = FillData();
+  const std::vector<IoPhase> io =
+      IoPhases(c_.runtime_s, FsBenchCachedFileBytes(c_), FsBenchLargeFileBytes(c_));
+  for (int rep = 0; rep < c_.repeat && s.ok(); ++rep) {
+    for (size_t i = 0; i < io.size() && s.ok(); ++i) s = RunIo(io[i]);
+    for (uint32_t threads : {1u, 4u}) {
+      if (s.ok()) s = RunMetadata(threads);
+    }
+    if (s.ok()) s = RunSmall(rep);
+  }
+  Status u = UnmountAll();
+  if (!s.ok()) return Fail(s);
+  if (!u.ok()) return Fail(u);
+  if (c_.json) {
+    std::fputs(FsBenchJson(report_, c_).c_str(), stdout);
+  } else {
+    std::fputs(FormatFsBenchTable(report_, c_).c_str(), stdout);
+  }
+  if (std::fflush(stdout) != 0) return RuntimeError(kPrefix, "stdout: write failed");
+  if (!c_.plot_path.empty()) {
+    std::ofstream out(c_.plot_path, std::ios::trunc);
+    out << FsBenchPlotSvg(report_);
+    out.close();
+    if (!out) return RuntimeError(kPrefix, c_.plot_path + ": " + std::strerror(errno));
+    Say("plot written to " + c_.plot_path);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+uint64_t FsBenchCachedFileBytes(const FsBenchConfig& c) { return c.cache_bytes / 2; }
+uint64_t FsBenchLargeFileBytes(const FsBenchConfig& c) { return c.cache_bytes * 2; }
+
+uint64_t FsBenchNeededBytes(const FsBenchConfig& c) {
+  const uint64_t data = FsBenchCachedFileBytes(c) + FsBenchLargeFileBytes(c);
+  // Two copies (Folio's store, ext4), the small files on four targets per repeat, slack.
+  return 2 * data + 4ull * c.small_files * (33 << 10) * c.repeat + (256ull << 20);
+}
+
+int RunFsBench(const FsBenchConfig& c) {
+  bench::StopSignal stop;
+  FsBench b(c, stop);
+  return b.Run();
+}
+
+}  // namespace folio::cli
