@@ -72,7 +72,7 @@ std::vector<FsTargetVerdict> JudgeTargets(const FsBenchReport& r) {
         if (p == nullptr) continue;
         const double ratio = Ratio(p->Median(kTargetFolio), p->Median(kTargetPll));
         v.met = v.met && ratio >= 1;
-        v.detail += fmt::format("{}{} {} {:.2f}x", v.detail.empty() ? "" : ", ", op, t, ratio);
+        v.detail += fmt::format("{}{} {} {:.3f}x", v.detail.empty() ? "" : ", ", op, t, ratio);
       }
     }
     out.push_back(v);
@@ -95,7 +95,7 @@ std::vector<FsTargetVerdict> JudgeTargets(const FsBenchReport& r) {
       if (p == nullptr) continue;
       const double ratio = Ratio(p->Median(kTargetFolio), p->Median(kTargetExt4));
       v.met = v.met && ratio >= 0.8;
-      v.detail += fmt::format("{}{} {:.2f}x", v.detail.empty() ? "" : ", ", t, ratio);
+      v.detail += fmt::format("{}{} {:.3f}x", v.detail.empty() ? "" : ", ", t, ratio);
     }
     out.push_back(v);
   }
