@@ -114,6 +114,10 @@ void DataPath::Overlay(meta::Inode* inode) const {
   if (std::shared_ptr<FileData> data = Find(inode->ino)) data->Overlay(inode);
 }
 
+void DataPath::AddWrittenPages(InodeId ino, cache::PageRangeSet* pages) const {
+  if (std::shared_ptr<FileData> data = Find(ino)) data->AddWrittenPages(pages);
+}
+
 void DataPath::ForgetIfClosed(InodeId ino) {
   std::shared_ptr<FileData> drop;
   {

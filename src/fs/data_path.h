@@ -38,6 +38,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cache/page_range_set.h"
 #include "folio/page_cache.h"
 #include "fs/file_system.h"
 #include "fs/fs_internal.h"
@@ -90,6 +91,8 @@ class DataPath {
   bool MarkSustainedIfOpen(InodeId ino);
   // Applies this mount's uncommitted size / times / mode of ino to *inode (no-op if none).
   void Overlay(meta::Inode* inode) const;
+  // FileData::AddWrittenPages of ino's FileData, if this mount has one.
+  void AddWrittenPages(InodeId ino, cache::PageRangeSet* pages) const;
   // The inode lost its last link: drop a cached FileData of it that no handle holds.
   void ForgetIfClosed(InodeId ino);
   // truncate(2) by path or handle: through the file's FileData (opened for the call if needed).

@@ -26,7 +26,7 @@ Status FileData::CommitRecords(std::span<const PendingRecord> records) {
     std::lock_guard<std::mutex> lock(mu_);
     v = view_;
   }
-  const bool attrs = v.size_dirty || v.times_dirty || v.atime_dirty || v.mode_dirty;
+  const bool attrs = v.size_dirty || v.times_dirty || v.atime_dirty || v.mode_dirty || v.sparse_dirty;
   if (records.empty() && !attrs) {
     std::lock_guard<std::mutex> lock(mu_);
     ClearDirtyLocked(v.gen);
@@ -52,6 +52,7 @@ Status FileData::CommitRecords(std::span<const PendingRecord> records) {
     }
     if (v.atime_dirty) committed.atime_ns = v.atime_ns;
     if (v.mode_dirty) committed.mode = v.mode;
+    if (v.sparse_dirty) committed.flags |= meta::kInodeFlagSparse;
     const int64_t delta = Round4k(committed.size_bytes) - Round4k(old_size);
     if (delta != 0) FOLIO_RETURN_IF_ERROR(t.AddToCounter(meta::Counter::kUsedBytes, delta));
     return t.PutInode(committed);

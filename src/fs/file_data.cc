@@ -116,6 +116,8 @@ Result<size_t> FileData::Write(uint64_t pos, std::span<const char> in, bool appe
       // The size grows before the data is in the cache, so a commit never names data past
       // the size it commits.
       std::lock_guard<std::mutex> lock(mu_);
+      if (pos > view_.size) MarkSparseLocked();  // [old size, pos) is a hole
+      if (SparseLocked()) written_.Add(pos / kPageBytes, (end + kPageBytes - 1) / kPageBytes);
       if (end > view_.size) {
         view_.size = end;
         view_.size_dirty = true;
@@ -164,11 +166,29 @@ void FileData::MarkDirtyLocked() {
 void FileData::ClearDirtyLocked(uint64_t gen) {
   if (view_.gen != gen) return;  // changed again since: stays dirty
   view_.size_dirty = view_.times_dirty = view_.atime_dirty = view_.mode_dirty = false;
+  view_.sparse_dirty = false;
   if (!dev_->HasPending()) view_.dirty_since_ns = 0;
+}
+
+bool FileData::SparseLocked() const {
+  return view_.sparse_dirty || (view_.base.flags & meta::kInodeFlagSparse) != 0;
+}
+
+void FileData::MarkSparseLocked() {
+  if (SparseLocked()) return;
+  view_.sparse_dirty = true;
+  if (view_.size > 0) written_.Add(0, (view_.size + kPageBytes - 1) / kPageBytes);
+  MarkDirtyLocked();
+}
+
+void FileData::AddWrittenPages(cache::PageRangeSet* pages) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const cache::PageRange& r : written_.ToVector()) pages->Add(r.first, r.last);
 }
 
 void FileData::Overlay(meta::Inode* inode) const {
   std::lock_guard<std::mutex> lock(mu_);
+  if (view_.sparse_dirty) inode->flags |= meta::kInodeFlagSparse;
   if (view_.size_dirty) inode->size_bytes = view_.size;
   if (view_.times_dirty) {
     inode->mtime_ns = view_.mtime_ns;
@@ -187,6 +207,9 @@ void FileData::AdoptAttrs(const meta::Inode& inode) {
   view_.atime_ns = inode.atime_ns;
   view_.mode = inode.mode;
   view_.size_dirty = view_.times_dirty = view_.atime_dirty = view_.mode_dirty = false;
+  // A sparse mark not committed yet stays: the setattr committed other fields.
+  if ((inode.flags & meta::kInodeFlagSparse) != 0) view_.sparse_dirty = false;
+  written_.Remove((inode.size_bytes + kPageBytes - 1) / kPageBytes, UINT64_MAX);
   view_.gen++;
 }
 

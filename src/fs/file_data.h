@@ -27,6 +27,7 @@
 #include <shared_mutex>
 #include <span>
 
+#include "cache/page_range_set.h"
 #include "folio/page_cache.h"
 #include "fs/fs_types.h"
 #include "fs/inode_device.h"
@@ -69,6 +70,9 @@ class FileData final : public InodeDevice::Owner,
 
   // ---- Attributes ------------------------------------------------------------------------
   void Overlay(meta::Inode* inode) const;
+  // For a file that may have holes (kInodeFlagSparse, committed or not): adds the pages this
+  // mount wrote since it became sparse (committed or not yet) to *pages, in 4 KiB file pages.
+  void AddWrittenPages(cache::PageRangeSet* pages) const;
   // The metadata now holds `inode` (a setattr committed it): take its mode, owner and times,
   // clearing those uncommitted changes.
   void AdoptAttrs(const meta::Inode& inode);
@@ -120,6 +124,7 @@ class FileData final : public InodeDevice::Owner,
     int64_t mtime_ns = 0, ctime_ns = 0, atime_ns = 0;
     uint32_t mode = 0;
     bool size_dirty = false, times_dirty = false, atime_dirty = false, mode_dirty = false;
+    bool sparse_dirty = false;        // kInodeFlagSparse to commit
     uint64_t gen = 0;                 // bumped by every change
     uint64_t dirty_since_ns = 0;      // monotonic; 0 = clean
     meta::Inode base;                 // the inode as last read or committed
@@ -130,11 +135,19 @@ class FileData final : public InodeDevice::Owner,
   Status Regrow(uint64_t end);
   void MarkDirtyLocked();
   void ClearDirtyLocked(uint64_t gen);
+  bool SparseLocked() const;
+  // The file may have holes from now on. [0, size) had none, so its pages count as written.
+  // REQUIRES: mu_ held.
+  void MarkSparseLocked();
   Status TruncateMeta(uint64_t size, const Cred& cred);
   Status PunchRange(uint64_t pos, uint64_t len);
 
   DataPath* const dp_;
   const InodeId ino_;
+  // Once the file may have holes: every page written through this FileData (a superset of
+  // what is not committed yet), for st_blocks; punched and truncated pages removed. Kept out
+  // of View, which commits copy. GUARDED_BY(mu_).
+  cache::PageRangeSet written_;
   std::unique_ptr<InodeDevice> dev_;
   std::unique_ptr<AddressSpace> as_;  // GUARDED_BY(io_) for replacement
   uint64_t capacity_ = 0;             // GUARDED_BY(io_)

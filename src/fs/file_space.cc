@@ -45,6 +45,10 @@ Status FileData::Truncate(uint64_t size, const Cred& cred) {
   // record of them reaches the device after the cut below.
   FOLIO_RETURN_IF_ERROR(as_->Truncate(size));
   dev_->CutPending(size);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (size > view_.size) MarkSparseLocked();  // [old size, size) is a hole
+  }
   Status s = TruncateMeta(size, cred);
   if (!s.ok()) {
     // The cache and the device are truncated already: keep the file that size here, so the
@@ -85,7 +89,7 @@ Status FileData::TruncateMeta(uint64_t size, const Cred& cred) {
     }
     const int64_t delta = Round4k(size) - Round4k(committed_size);
     if (delta != 0) FOLIO_RETURN_IF_ERROR(t.AddToCounter(meta::Counter::kUsedBytes, delta));
-    out.size_bytes = size;
+    out.size_bytes = size;  // Overlay above carried an uncommitted sparse mark
     out.mtime_ns = out.ctime_ns = now;
     out.mode = ModeAfterWrite(out, cred);
     return t.PutInode(out);
@@ -127,6 +131,8 @@ Status FileData::Fallocate(int mode, uint64_t pos, uint64_t len, const Cred& cre
   if (!grow && !punch && !zero) return Status::OK();  // space "allocated": nothing to record
   const int64_t now = WallNs();
   std::lock_guard<std::mutex> lock(mu_);
+  MarkSparseLocked();  // grown past the data, or punched / zeroed: holes
+  if (punch || zero) written_.Remove((pos + kPageBytes - 1) / kPageBytes, end / kPageBytes);
   if (grow) {
     view_.size = end;
     view_.size_dirty = true;

@@ -246,6 +246,9 @@ class FileSystem {
   Status DropLink(meta::Txn& txn, meta::Inode* victim, int64_t now_ns);
   // The inode's attributes with this mount's uncommitted changes (size, times) applied.
   Attr AttrOf(const meta::Inode& inode) const;
+  // st_blocks of a regular file that may have holes: the 4 KiB pages below its size that its
+  // committed slices or this mount's writes hold data in, in 512-byte units.
+  uint64_t SparseBlocks512(const meta::Inode& inode) const;
   Status CheckWritable() const;
   Result<std::shared_ptr<OpenFile>> HandleOf(uint64_t fh) const;
 

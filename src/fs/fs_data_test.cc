@@ -153,6 +153,49 @@ TEST_F(DataTest, PunchHoleAndZeroRange) {
   EXPECT_EQ(*ReadFile(fs(), *ino), model);
 }
 
+// st_blocks counts the pages that hold data, not the size: holes cost nothing, as on ext4.
+TEST_F(DataTest, StBlocksCountsDataNotHoles) {
+  auto blocks = [&](InodeId ino) { return fs()->GetAttr(ino)->blocks_512; };
+  const std::string dense = Pattern(500000, 12);
+  Result<InodeId> d = WriteFile(fs(), kRootInode, "dense", dense);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(blocks(*d), 123u * 8);  // 500000 bytes = 123 pages
+  // A write past the end leaves a hole: counted before the commit, after it, after a remount.
+  Result<FileSystem::Opened> o = fs()->Create(Cred::Root(), kRootInode, "sparse", 0644, O_RDWR | O_CREAT);
+  ASSERT_TRUE(o.ok());
+  const std::string x = Pattern(8192, 13);
+  ASSERT_TRUE(fs()->Write(o->fh, 100ull << 20, {x.data(), x.size()}).ok());
+  const InodeId sp = o->attr.inode.ino;
+  EXPECT_EQ(fs()->GetAttr(sp)->inode.size_bytes, (100ull << 20) + 8192);
+  EXPECT_EQ(blocks(sp), 16u);
+  ASSERT_TRUE(fs()->Fsync(o->fh, false).ok());
+  EXPECT_EQ(blocks(sp), 16u);
+  ASSERT_TRUE(fs()->Write(o->fh, 4096, {x.data(), 100}).ok());  // one more page, in the hole
+  EXPECT_EQ(blocks(sp), 24u);
+  ASSERT_TRUE(fs()->Release(o->fh).ok());
+  // Growing the dense file by a terabyte allocates nothing; punching frees the whole pages.
+  SetAttrRequest r;
+  r.set_size = true;
+  r.size_bytes = 1ull << 40;
+  ASSERT_TRUE(fs()->SetAttr(Cred::Root(), *d, r).ok());
+  EXPECT_EQ(blocks(*d), 123u * 8);
+  FileSystem::Opened od = OpenRw(*d);
+  ASSERT_TRUE(fs()->Fallocate(od.fh, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 1000, 300000).ok());
+  ASSERT_TRUE(fs()->Fsync(od.fh, false).ok());
+  // Pages 1..72 are wholly punched; page 0 and 73 keep data on either side.
+  EXPECT_EQ(blocks(*d), (123u - 72) * 8);
+  ASSERT_TRUE(fs()->Release(od.fh).ok());
+  ASSERT_TRUE(vol_.Remount().ok());
+  EXPECT_EQ(blocks(sp), 24u);
+  EXPECT_EQ(blocks(*d), (123u - 72) * 8);
+  // Truncating down and up again keeps only the data below the cut.
+  r.size_bytes = 10000;
+  ASSERT_TRUE(fs()->SetAttr(Cred::Root(), *d, r).ok());
+  r.size_bytes = 1ull << 30;
+  ASSERT_TRUE(fs()->SetAttr(Cred::Root(), *d, r).ok());
+  EXPECT_EQ(blocks(*d), 8u);  // page 0 only: pages 1 and 2 were punched
+}
+
 TEST_F(DataTest, AppendWritesAtTheEnd) {
   Result<FileSystem::Opened> o = fs()->Create(Cred::Root(), kRootInode, "log", 0644, O_WRONLY | O_CREAT | O_APPEND);
   ASSERT_TRUE(o.ok());

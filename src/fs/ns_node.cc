@@ -8,6 +8,7 @@
 #include "fs/file_system.h"
 #include "fs/fs_internal.h"
 #include "fs/perm.h"
+#include "fs/slice_view.h"
 
 namespace folio::fs {
 
@@ -38,11 +39,40 @@ Attr FileSystem::AttrOf(const meta::Inode& inode) const {
   a.inode = inode;
   if (inode.type == FileType::kRegular) data_->Overlay(&a.inode);
   switch (a.inode.type) {
-    case FileType::kRegular: a.blocks_512 = (a.inode.size_bytes + 4095) / 4096 * 8; break;
+    case FileType::kRegular:
+      a.blocks_512 = (a.inode.flags & meta::kInodeFlagSparse) != 0
+                         ? SparseBlocks512(a.inode)
+                         : (a.inode.size_bytes + kPageBytes - 1) / kPageBytes * 8;
+      break;
     case FileType::kDirectory: a.blocks_512 = 8; break;
     default: a.blocks_512 = 0; break;
   }
   return a;
+}
+
+uint64_t FileSystem::SparseBlocks512(const meta::Inode& inode) const {
+  const uint64_t size_pages = (inode.size_bytes + kPageBytes - 1) / kPageBytes;
+  cache::PageRangeSet pages;
+  Status s = meta_->Transact("blocks", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
+    pages.clear();
+    FOLIO_ASSIGN_OR_RETURN(std::vector<uint32_t> chunks, t.ListChunks(inode.ino));
+    for (uint32_t idx : chunks) {
+      const uint64_t base = static_cast<uint64_t>(idx) * meta::kChunkBytes;
+      if (base >= inode.size_bytes) continue;
+      FOLIO_ASSIGN_OR_RETURN(std::vector<meta::Slice> slices, t.GetChunk(inode.ino, idx));
+      for (const Segment& seg : ResolveSlices(slices, 0, meta::kChunkBytes)) {
+        if (seg.src < 0 || slices[seg.src].kind == meta::SliceKind::kZero) continue;
+        pages.Add((base + seg.pos) / kPageBytes, (base + seg.pos + seg.len + kPageBytes - 1) / kPageBytes);
+      }
+    }
+    return Status::OK();
+  });
+  // st_blocks is advisory: if the metadata cannot be read now, report the size in pages (the
+  // data path reports the error to whoever reads the file).
+  if (!s.ok()) return size_pages * 8;
+  data_->AddWrittenPages(inode.ino, &pages);
+  pages.Remove(size_pages, UINT64_MAX);
+  return pages.total_pages() * 8;
 }
 
 Result<Attr> FileSystem::Lookup(const Cred& cred, InodeId parent, std::string_view name) {

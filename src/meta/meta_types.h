@@ -62,6 +62,11 @@ struct Inode {
 
 inline constexpr uint32_t kInodeFlagImmutable = 1u << 0;
 inline constexpr uint32_t kInodeFlagAppend = 1u << 1;
+// Regular files: the file may have holes in [0, size) (a truncate or fallocate grew it, a write
+// started past its end, a range was punched or zeroed). Without it every byte below the size
+// holds data, so st_blocks is the size in pages; with it st_blocks is counted from the slices.
+// Set by the FS core, never by a user; never cleared (a file that was sparse stays counted).
+inline constexpr uint32_t kInodeFlagSparse = 1u << 2;
 
 // A directory entry: `name` in directory `parent` is inode `ino` of type `type`. Unique per
 // (parent, name).
