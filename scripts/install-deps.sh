@@ -15,6 +15,8 @@ packages=(
   libgtest-dev googletest libbenchmark-dev
   fio fuse3 libfuse3-dev
   libsqlite3-dev
+  # Real programs on a Folio FS mount (tests/fuse/fs_programs_test.sh).
+  git sqlite3 tar diffutils python3
   # Shared metadata engines and block store (issue 11) and the throwaway servers their tests
   # start (scripts/services/): Redis 7, PostgreSQL 15, Ceph 16 (librados).
   redis-server libhiredis-dev
