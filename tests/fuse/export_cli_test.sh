@@ -9,16 +9,12 @@
 # Exit 77 (skipped) only when /dev/fuse does not exist. Ends with "N passed, N failed".
 set -uo pipefail
 
-if [ ! -e /dev/fuse ]; then
-  echo "SKIP: /dev/fuse does not exist on this machine; the FUSE export tests need it"
-  exit 77
-fi
+. "$(dirname "$0")/fuse_test_lib.sh"
+require_fuse "the FUSE export tests"
 
 FOLIO_BIN=$1
 
 T=$(mktemp -d /tmp/folio-export-test.XXXXXX)
-passed=0
-failed=0
 EXPORTER=""
 LOOPDEV=""
 
@@ -37,13 +33,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ok() { echo "ok: $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-check() {  # check DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then ok "$what"; else fail "$what"; fi
-}
 is_mounted() { grep -q " $(realpath -m "$1") " /proc/mounts; }
 
 # start_export DIR LOG ARGS...: runs the export in the background, waits for the mount.
@@ -243,55 +232,17 @@ else
   echo "note: writeback error scenario not run: cannot mount a tmpfs here"
 fi
 
-# fio_fsync_writer FILE DIR: in the background, fio writes FILE sequentially in 64 KiB blocks
-# with verify=crc32c headers and an fsync after every write, logging each completed write's
-# offset (DIR/lat_clat.1.log), at 32 MB/s so that a kill a second later interrupts it. Sets
-# FIO_PID. The job runs as a thread of FIO_PID (--thread), so /proc/FIO_PID/io counts its writes.
-fio_fsync_writer() {
-  fio --name=fsw --thread --filename="$1" --ioengine=psync --direct=1 --rw=write --bs=64k --fsync=1 \
-    --rate=32m --offset=0 --size=128M --verify=crc32c --do_verify=0 --write_lat_log="$2/lat" \
-    --log_offset=1 --per_job_logs=1 --verify_state_save=0 >"$2/fio.out" 2>&1 &
-  FIO_PID=$!
-}
-# wait_fio_wrote BYTES: waits (up to 60 s) until that fio has passed BYTES to write(2)
-# (wchar), so the kill that follows interrupts a running job even when fio starts slowly on a
-# loaded machine. Fails when fio exits or the time runs out.
-wait_fio_wrote() {
-  local w
-  for _ in $(seq 1 600); do
-    w=$(awk '/^wchar:/ { print $2 }' "/proc/$FIO_PID/io" 2>/dev/null)
-    [ "${w:-0}" -ge "$1" ] && return 0
-    kill -0 "$FIO_PID" 2>/dev/null || return 1
-    sleep 0.1
-  done
-  return 1
-}
 # kill_export_during_fio FILE DIR: runs fio_fsync_writer on FILE (logs in DIR), kills the exporter
 # with -9 a second after fio has written 2 MiB, and waits for both to end.
 kill_export_during_fio() {
   mkdir -p "$2"
-  fio_fsync_writer "$1" "$2"
+  fio_fsync_writer "$1" "$2" 1 32m
   wait_fio_wrote $((2 << 20)) || echo "fio wrote nothing within 60 s (see $2/fio.out)"
   sleep 1
   kill -9 "$EXPORTER"
   wait "$EXPORTER" 2>/dev/null
   EXPORTER=""
   wait "$FIO_PID" 2>/dev/null
-}
-# fsynced_bytes DIR: the bytes fio's fsyncs covered: every logged write but the last (its fsync
-# may not have completed; each write's fsync completes before the next write starts).
-fsynced_bytes() {
-  local log=$1/lat_clat.1.log n
-  n=$(wc -l <"$log")
-  head -n $((n - 1)) "$log" | awk -F', ' 'BEGIN { m = 0 } { e = $5 + $4; if (e > m) m = e }
-                                        END { print m }'
-}
-# fio_verify_fsynced FILE BYTES: fio re-reads [0, BYTES) and checks every block's crc32c and
-# header against what that job wrote.
-fio_verify_fsynced() {
-  [ "$2" -gt 0 ] || { echo "fio completed no fsynced write before the kill"; return 1; }
-  fio --name=fsw --filename="$1" --ioengine=psync --direct=1 --rw=write --bs=64k --offset=0 \
-    --size="$2" --verify=crc32c --verify_only --verify_state_save=0 >/dev/null
 }
 
 # ---- kill -9 during a fio write job, re-export, fsynced data present ---------------------
@@ -310,7 +261,7 @@ if start_export "$K" "$T/kill.log" --cache 64M --name disk "$DATA"; then
     check "fsynced data survived kill -9" \
       cmp "$T/synced" <(dd if="$K/disk" bs=1M skip=200 count=4 status=none)
     check "everything fio fsynced survived kill -9 (fio verify_only)" \
-      fio_verify_fsynced "$K/disk" "$synced_bytes"
+      fio_verify_fsynced "$K/disk" "$synced_bytes" 1
     check "re-export unmounts cleanly" stop_export "$K"
   else
     fail "re-export after kill -9"
@@ -440,7 +391,7 @@ if start_export "$V" "$T/raid-kill.log" --cache 64M --name vol \
     check "RAID: fsynced data survived kill -9" \
       cmp "$T/raid-synced" <(dd if="$V/vol" bs=1M skip=200 count=4 status=none)
     check "RAID: everything fio fsynced survived kill -9 (fio verify_only)" \
-      fio_verify_fsynced "$V/vol" "$raid_synced_bytes"
+      fio_verify_fsynced "$V/vol" "$raid_synced_bytes" 1
     check "RAID: re-export unmounts cleanly" stop_export "$V"
     check "RAID: 0 mismatches after kill -9 and resync" \
       raid_check_clean "$RD/m0" "$RD/m3" "$RD/m2"

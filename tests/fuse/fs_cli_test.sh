@@ -9,15 +9,11 @@
 # Exit 77 (skipped) only when /dev/fuse does not exist. Ends with "N passed, N failed".
 set -uo pipefail
 
-if [ ! -e /dev/fuse ]; then
-  echo "SKIP: /dev/fuse does not exist on this machine; the FUSE tests need it"
-  exit 77
-fi
+. "$(dirname "$0")/fuse_test_lib.sh"
+require_fuse "the FUSE tests"
 
 FOLIO=$1
 T=$(mktemp -d /tmp/folio-fs-test.XXXXXX)
-passed=0
-failed=0
 MOUNTER=""
 
 cleanup() {
@@ -30,13 +26,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ok() { echo "ok: $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-check() {  # check DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then ok "$what"; else fail "$what"; fi
-}
 
 # expect_error CODE PATTERN ARGS...: `folio fs ARGS` exits CODE with one stderr line matching
 # PATTERN.

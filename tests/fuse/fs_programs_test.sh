@@ -20,10 +20,8 @@
 # Exit 77 (skipped) only when /dev/fuse does not exist. Ends with "N passed, N failed".
 set -uo pipefail
 
-if [ ! -e /dev/fuse ]; then
-  echo "SKIP: /dev/fuse does not exist on this machine; the FUSE tests need it"
-  exit 77
-fi
+. "$(dirname "$0")/fuse_test_lib.sh"
+require_fuse "the FUSE tests"
 
 FOLIO=$1
 BIG=${2:-}
@@ -41,8 +39,6 @@ else
 fi
 
 T=$(mktemp -d /tmp/folio-fs-programs.XXXXXX)
-passed=0
-failed=0
 MOUNTER=""
 
 cleanup() {
@@ -54,15 +50,6 @@ cleanup() {
   rm -rf "$T"
 }
 trap cleanup EXIT
-
-ok() { echo "ok: $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-check() {  # check DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  local t0=$SECONDS
-  if "$@"; then ok "$what ($((SECONDS - t0)) s)"; else fail "$what"; fi
-}
 
 # start_mount DIR LOG ARGS...: mounts $META in the background, waits until .stats is readable.
 start_mount() {
@@ -274,38 +261,6 @@ EOF
 }
 
 # ---- kill -9 -----------------------------------------------------------------------------
-# As export_cli_test.sh: fio writes sequentially in 64 KiB blocks with crc32c headers and an
-# fsync after every write, logging each completed write (DIR/lat_clat.1.log); the job is a
-# thread of FIO_PID, so /proc/FIO_PID/io counts its writes.
-fio_fsync_writer() {
-  fio --name=fsw --thread --filename="$1" --ioengine=psync --rw=write --bs=64k --fsync=1 \
-    --rate=16m --offset=0 --size=128M --verify=crc32c --do_verify=0 --write_lat_log="$2/lat" \
-    --log_offset=1 --per_job_logs=1 --verify_state_save=0 >"$2/fio.out" 2>&1 &
-  FIO_PID=$!
-}
-wait_fio_wrote() {
-  local w
-  for _ in $(seq 1 600); do
-    w=$(awk '/^wchar:/ { print $2 }' "/proc/$FIO_PID/io" 2>/dev/null)
-    [ "${w:-0}" -ge "$1" ] && return 0
-    kill -0 "$FIO_PID" 2>/dev/null || return 1
-    sleep 0.1
-  done
-  return 1
-}
-# fsynced_bytes DIR: every logged write but the last (its fsync may not have completed).
-fsynced_bytes() {
-  local log=$1/lat_clat.1.log n
-  n=$(wc -l <"$log")
-  head -n $((n - 1)) "$log" | awk -F', ' 'BEGIN { m = 0 } { e = $5 + $4; if (e > m) m = e }
-                                        END { print m }'
-}
-fio_verify_fsynced() {
-  [ "$2" -gt 0 ] || { echo "  fio completed no fsynced write before the kill"; return 1; }
-  fio --name=fsw --filename="$1" --ioengine=psync --rw=write --bs=64k --offset=0 \
-    --size="$2" --verify=crc32c --verify_only --verify_state_save=0 >/dev/null
-}
-
 # ---- the run -----------------------------------------------------------------------------
 META=sqlite:$T/meta.db
 M=$T/mnt
@@ -353,7 +308,7 @@ mkdir -p "$T/fio-kill"
 if start_mount "$M" "$T/kill.log" --cache 64M; then
   head -c 4M /dev/urandom >"$T/synced"
   dd if="$T/synced" of="$M/synced" bs=1M conv=fsync status=none
-  fio_fsync_writer "$M/fsw" "$T/fio-kill"
+  fio_fsync_writer "$M/fsw" "$T/fio-kill" 0 16m
   wait_fio_wrote $((2 << 20)) || echo "  fio wrote nothing within 60 s (see $T/fio-kill/fio.out)"
   sleep 1
   kill -9 "$MOUNTER"
@@ -368,7 +323,7 @@ if start_mount "$M" "$T/kill.log" --cache 64M; then
     ok "remount after kill -9 (the dead session is cleaned)"
     check "fsynced file survived kill -9" cmp "$T/synced" "$M/synced"
     check "everything fio fsynced survived kill -9 (fio verify_only)" \
-      fio_verify_fsynced "$M/fsw" "$synced_bytes"
+      fio_verify_fsynced "$M/fsw" "$synced_bytes" 0
     check "umount after kill -9" stop_mount "$M"
   else
     fail "remount after kill -9"
