@@ -46,12 +46,15 @@ Status FileData::CommitRecords(std::span<const PendingRecord> records) {
     FOLIO_RETURN_IF_ERROR(ApplyRefDelta(t, {}, added, delete_after));
     const uint64_t old_size = committed.size_bytes;
     if (v.size_dirty) committed.size_bytes = v.size;
+    // A field the metadata holds another value of than the one this mount last committed or
+    // read (v.base) was set since the snapshot above (a setattr after the close, racing this
+    // background commit): it stays.
     if (v.times_dirty) {
-      committed.mtime_ns = v.mtime_ns;
+      if (committed.mtime_ns == v.base.mtime_ns) committed.mtime_ns = v.mtime_ns;
       committed.ctime_ns = std::max(committed.ctime_ns, v.ctime_ns);
     }
-    if (v.atime_dirty) committed.atime_ns = v.atime_ns;
-    if (v.mode_dirty) committed.mode = v.mode;
+    if (v.atime_dirty && committed.atime_ns == v.base.atime_ns) committed.atime_ns = v.atime_ns;
+    if (v.mode_dirty && committed.mode == v.base.mode) committed.mode = v.mode;
     if (v.sparse_dirty) committed.flags |= meta::kInodeFlagSparse;
     const int64_t delta = Round4k(committed.size_bytes) - Round4k(old_size);
     if (delta != 0) FOLIO_RETURN_IF_ERROR(t.AddToCounter(meta::Counter::kUsedBytes, delta));
@@ -88,6 +91,9 @@ FileData::PackedAttrs FileData::pack_attrs() const {
   a.ctime_ns = view_.ctime_ns;
   a.atime_ns = view_.atime_ns;
   a.mode = view_.mode;
+  a.base_mtime_ns = view_.base.mtime_ns;
+  a.base_atime_ns = view_.base.atime_ns;
+  a.base_mode = view_.base.mode;
   return a;
 }
 
@@ -114,14 +120,14 @@ Status FileData::WaitPacked() {
   return t->Wait();
 }
 
-void FileData::PackCommitted(const PackedAttrs& attrs, const meta::Slice& slice) {
-  (void)slice;
+void FileData::PackCommitted(const PackedAttrs& attrs, const meta::Inode& committed) {
   dev_->Packed();
   std::lock_guard<std::mutex> lock(mu_);
-  view_.base.size_bytes = attrs.size;
-  view_.base.mtime_ns = attrs.mtime_ns;
-  view_.base.ctime_ns = std::max(view_.base.ctime_ns, attrs.ctime_ns);
-  view_.base.mode = attrs.mode;
+  view_.base.size_bytes = committed.size_bytes;
+  view_.base.mtime_ns = committed.mtime_ns;
+  view_.base.ctime_ns = std::max(view_.base.ctime_ns, committed.ctime_ns);
+  view_.base.atime_ns = committed.atime_ns;
+  view_.base.mode = committed.mode;
   ticket_.reset();
   ClearDirtyLocked(attrs.gen);
 }

@@ -112,10 +112,15 @@ class FileData final : public InodeDevice::Owner,
     uint64_t size = 0;
     int64_t mtime_ns = 0, ctime_ns = 0, atime_ns = 0;
     uint32_t mode = 0;
+    // The committed values these were taken over: a field the metadata holds another value of
+    // at the pack's commit was set since (chmod, utimensat after the close) and is kept.
+    int64_t base_mtime_ns = 0, base_atime_ns = 0;
+    uint32_t base_mode = 0;
   };
   // The attributes a pack entry commits (taken when the content was handed over).
   PackedAttrs pack_attrs() const;
-  void PackCommitted(const PackedAttrs& attrs, const meta::Slice& slice);
+  // `committed`: the inode as the pack's transaction wrote it.
+  void PackCommitted(const PackedAttrs& attrs, const meta::Inode& committed);
   void PackFailed(const Status& error);
 
  private:

@@ -167,10 +167,13 @@ Status PackCommitter::CommitBatch(const std::vector<std::shared_ptr<Entry>>& bat
       const int64_t delta = Round4k(e->attrs.size) - Round4k(inode->size_bytes);
       if (delta != 0) FOLIO_RETURN_IF_ERROR(t.AddToCounter(meta::Counter::kUsedBytes, delta));
       inode->size_bytes = e->attrs.size;
-      inode->mtime_ns = e->attrs.mtime_ns;
+      // A field the metadata no longer holds the snapshot's base value of was set after the
+      // close (chmod, utimensat): it stays.
+      if (inode->mtime_ns == e->attrs.base_mtime_ns) inode->mtime_ns = e->attrs.mtime_ns;
+      if (inode->atime_ns == e->attrs.base_atime_ns) inode->atime_ns = e->attrs.atime_ns;
+      if (inode->mode == e->attrs.base_mode) inode->mode = e->attrs.mode;
       inode->ctime_ns = std::max(inode->ctime_ns, e->attrs.ctime_ns);
-      inode->atime_ns = e->attrs.atime_ns;
-      inode->mode = e->attrs.mode;
+      e->committed = *inode;
       FOLIO_RETURN_IF_ERROR(t.PutInode(*inode));
     }
     return Status::OK();
@@ -181,7 +184,7 @@ Status PackCommitter::CommitBatch(const std::vector<std::shared_ptr<Entry>>& bat
       FsCounters::Add(ctx.counters->packs_rewritten);
       if (f) f->device()->InvalidateChunk(0);
     } else if (s.ok()) {
-      if (f) f->PackCommitted(e->attrs, slice_of(*e));
+      if (f) f->PackCommitted(e->attrs, e->committed);
       FsCounters::Add(ctx.counters->packed_files);
       FsCounters::Add(ctx.counters->pack_bytes, e->loc.len);
     } else if (f && !e->rewrite) {

@@ -72,6 +72,7 @@ class PackCommitter {
     std::weak_ptr<FileData> file;
     InodeId ino{0};
     FileData::PackedAttrs attrs;
+    meta::Inode committed;  // the inode as the commit wrote it
     std::shared_ptr<PackTicket> ticket;
     Status status;
     store::PackedLocation loc;

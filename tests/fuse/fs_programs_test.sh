@@ -9,6 +9,8 @@
 #            WAL), every row present, PRAGMA integrity_check ok
 #   gcc      a C program (pwrite / pread, a shared writable mmap, rename over a file) compiled
 #            on the mount, run from the mount
+#   a user   nobody (setpriv) on the allow_other mount: EACCES on a closed directory and files,
+#            a supplementary group's read, sticky-directory EPERM, setgid inheritance
 #   fio      verify=crc32c, psync and io_uring
 #   cp -a    a system directory onto the mount and back, diff -r --no-dereference both ways
 #   kill -9  of the mount during fio fsync=1 with its write log: the dead mount cleared,
@@ -238,6 +240,51 @@ EOF
   [ "${PIPESTATUS[0]}" -eq 0 ] && grep -q replaced "$d/data.bin"
 }
 
+# ---- an unprivileged user ------------------------------------------------------------
+# as_user UID GROUPS COMMAND...: runs COMMAND as UID with primary group UID and supplementary
+# GROUPS (comma-separated, or "" for none), through the kernel's checks and then Folio's.
+as_user() {
+  local uid=$1 groups=$2
+  shift 2
+  if [ -n "$groups" ]; then
+    setpriv --reuid="$uid" --regid="$uid" --groups="$groups" -- "$@"
+  else
+    setpriv --reuid="$uid" --regid="$uid" --clear-groups -- "$@"
+  fi
+}
+# denied ERROR COMMAND...: COMMAND fails and its stderr names ERROR.
+denied() {
+  local want=$1 err
+  shift
+  err=$("$@" 2>&1 >/dev/null) && { echo "  allowed: $*"; return 1; }
+  case "$err" in *"$want"*) return 0 ;; esac
+  echo "  $*: '$err', want '$want'"
+  return 1
+}
+unprivileged_user() {
+  local d=$1/perm u=65534
+  chmod 0755 "$T" || return 1  # mktemp made it 0700: the user must reach the mount
+  mkdir -p "$d/closed" "$d/sticky" || return 1
+  chmod 0755 "$d/closed" && chmod 1777 "$d/sticky" || return 1
+  echo secret >"$d/closed/secret" && chmod 0600 "$d/closed/secret" || return 1
+  echo shared >"$d/closed/group" && chown 0:4321 "$d/closed/group" && chmod 0640 "$d/closed/group" || return 1
+  echo mine >"$d/sticky/root-file" || return 1
+  denied "Permission denied" as_user $u "" touch "$d/closed/new" || return 1
+  denied "Permission denied" as_user $u "" cat "$d/closed/secret" || return 1
+  denied "Permission denied" as_user $u "" cat "$d/closed/group" || return 1
+  [ "$(as_user $u 4321 cat "$d/closed/group")" = shared ] || { echo "  supplementary group not honoured"; return 1; }
+  as_user $u "" sh -c "echo hi >'$d/sticky/user-file'" || return 1
+  [ "$(stat -c %u:%g "$d/sticky/user-file")" = "$u:$u" ] || { echo "  owner of a user's file"; return 1; }
+  denied "Operation not permitted" as_user $u "" rm -f "$d/sticky/root-file" || return 1
+  denied "Operation not permitted" as_user $u "" chmod 0777 "$d/sticky/root-file" || return 1
+  as_user $u "" rm "$d/sticky/user-file" || return 1
+  # setgid directory: new files take its group, new directories its group and the bit.
+  mkdir "$d/sgid" && chown 0:4321 "$d/sgid" && chmod 2777 "$d/sgid" || return 1
+  as_user $u 4321 sh -c "touch '$d/sgid/f' && mkdir '$d/sgid/sub'" || return 1
+  [ "$(stat -c %g "$d/sgid/f")" = 4321 ] && [ "$(stat -c %g:%A "$d/sgid/sub")" = "4321:drwxr-sr-x" ] ||
+    { echo "  setgid inheritance: $(stat -c '%n %g %A' "$d/sgid/f" "$d/sgid/sub" | tr '\n' ' ')"; return 1; }
+}
+
 # ---- fio ---------------------------------------------------------------------------------
 fio_verify() {  # fio_verify FILE ENGINE SIZE
   local out=$T/fio-$2.json
@@ -276,6 +323,8 @@ if start_mount "$M" "$T/mount.log" --cache 256M; then
   check "sqlite3: two writers, rollback journal, integrity_check" sqlite_two_writers "$M/j.db" DELETE
   check "sqlite3: two writers, WAL, integrity_check" sqlite_two_writers "$M/w.db" WAL
   check "gcc: compile and run a C program on the mount" gcc_build_and_run "$M"
+  check "an unprivileged user: EACCES, supplementary groups, sticky and setgid directories" \
+    unprivileged_user "$M"
   check "fio verify=crc32c psync" fio_verify "$M/fio-psync" psync "$FIO_SIZE"
   check "fio verify=crc32c io_uring" fio_verify "$M/fio-uring" io_uring "$FIO_SIZE"
   check "cp -a $COPY_SRC onto the mount" cp -a "$COPY_SRC" "$M/copy"
