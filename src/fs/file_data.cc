@@ -118,20 +118,7 @@ Result<size_t> FileData::Write(uint64_t pos, std::span<const char> in, bool appe
       std::lock_guard<std::mutex> lock(mu_);
       if (pos > view_.size) MarkSparseLocked();  // [old size, pos) is a hole
       if (SparseLocked()) written_.Add(pos / kPageBytes, (end + kPageBytes - 1) / kPageBytes);
-      if (end > view_.size) {
-        view_.size = end;
-        view_.size_dirty = true;
-      }
-      view_.mtime_ns = view_.ctime_ns = now;
-      view_.times_dirty = true;
-      meta::Inode probe = view_.base;
-      probe.mode = view_.mode;
-      const uint32_t mode = ModeAfterWrite(probe, cred);
-      if (mode != view_.mode) {
-        view_.mode = mode;
-        view_.mode_dirty = true;
-      }
-      MarkDirtyLocked();
+      NoteModifiedLocked(end, now, cred);
     }
     FOLIO_ASSIGN_OR_RETURN(size_t n, as_->Write(pos, in));
     return n;
@@ -168,6 +155,23 @@ void FileData::ClearDirtyLocked(uint64_t gen) {
   view_.size_dirty = view_.times_dirty = view_.atime_dirty = view_.mode_dirty = false;
   view_.sparse_dirty = false;
   if (!dev_->HasPending()) view_.dirty_since_ns = 0;
+}
+
+void FileData::NoteModifiedLocked(uint64_t new_size, int64_t now, const Cred& cred) {
+  if (new_size > view_.size) {
+    view_.size = new_size;
+    view_.size_dirty = true;
+  }
+  view_.mtime_ns = view_.ctime_ns = now;
+  view_.times_dirty = true;
+  meta::Inode probe = view_.base;
+  probe.mode = view_.mode;
+  const uint32_t mode = ModeAfterWrite(probe, cred);
+  if (mode != view_.mode) {
+    view_.mode = mode;
+    view_.mode_dirty = true;
+  }
+  MarkDirtyLocked();
 }
 
 bool FileData::SparseLocked() const {

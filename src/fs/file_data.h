@@ -140,6 +140,10 @@ class FileData final : public InodeDevice::Owner,
   Status Regrow(uint64_t end);
   void MarkDirtyLocked();
   void ClearDirtyLocked(uint64_t gen);
+  // A write or fallocate changed the data: the size grows to new_size if that is larger, the
+  // times become now, the mode loses what a write by cred clears (ModeAfterWrite).
+  // REQUIRES: mu_ held.
+  void NoteModifiedLocked(uint64_t new_size, int64_t now, const Cred& cred);
   bool SparseLocked() const;
   // The file may have holes from now on. [0, size) had none, so its pages count as written.
   // REQUIRES: mu_ held.

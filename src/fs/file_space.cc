@@ -133,20 +133,7 @@ Status FileData::Fallocate(int mode, uint64_t pos, uint64_t len, const Cred& cre
   std::lock_guard<std::mutex> lock(mu_);
   MarkSparseLocked();  // grown past the data, or punched / zeroed: holes
   if (punch || zero) written_.Remove((pos + kPageBytes - 1) / kPageBytes, end / kPageBytes);
-  if (grow) {
-    view_.size = end;
-    view_.size_dirty = true;
-  }
-  view_.mtime_ns = view_.ctime_ns = now;
-  view_.times_dirty = true;
-  meta::Inode probe = view_.base;
-  probe.mode = view_.mode;
-  const uint32_t m = ModeAfterWrite(probe, cred);
-  if (m != view_.mode) {
-    view_.mode = m;
-    view_.mode_dirty = true;
-  }
-  MarkDirtyLocked();
+  NoteModifiedLocked(grow ? end : 0, now, cred);
   return Status::OK();
 }
 

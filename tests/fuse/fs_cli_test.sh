@@ -41,31 +41,6 @@ expect_error() {
   echo "  $err"
 }
 
-# start_mount META DIR LOG ARGS...: mounts in the background, waits until .stats is readable.
-start_mount() {
-  local meta=$1 dir=$2 log=$3
-  shift 3
-  mkdir -p "$dir"
-  "$FOLIO" fs mount "$meta" "$dir" "$@" 2>"$log" &
-  MOUNTER=$!
-  for _ in $(seq 1 300); do
-    [ -r "$dir/.stats" ] && return 0
-    kill -0 "$MOUNTER" 2>/dev/null || { cat "$log"; return 1; }
-    sleep 0.1
-  done
-  cat "$log"
-  return 1
-}
-
-# stop_mount DIR: `folio fs umount DIR`, then reaps the mount process; returns its status.
-stop_mount() {
-  "$FOLIO" fs umount "$1" || return 1
-  wait "$MOUNTER"
-  local rc=$?
-  MOUNTER=""
-  return $rc
-}
-
 # workload DIR: real operations through the mount; writes DIR's expected checksums to
 # $T/expected.sha (relative paths).
 workload() {

@@ -53,31 +53,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start_mount DIR LOG ARGS...: mounts $META in the background, waits until .stats is readable.
-start_mount() {
-  local dir=$1 log=$2
-  shift 2
-  mkdir -p "$dir"
-  "$FOLIO" fs mount "$META" "$dir" "$@" 2>"$log" &
-  MOUNTER=$!
-  for _ in $(seq 1 300); do
-    [ -r "$dir/.stats" ] && return 0
-    kill -0 "$MOUNTER" 2>/dev/null || { cat "$log"; return 1; }
-    sleep 0.1
-  done
-  cat "$log"
-  return 1
-}
-
-# stop_mount DIR: `folio fs umount DIR`, then reaps the mount process; returns its status.
-stop_mount() {
-  "$FOLIO" fs umount "$1" || return 1
-  wait "$MOUNTER"
-  local rc=$?
-  MOUNTER=""
-  return $rc
-}
-
 fsck_clean() { "$FOLIO" fs fsck "$META" | tail -n 1 | sed 's/^/  /'; return "${PIPESTATUS[0]}"; }
 
 # ---- git ---------------------------------------------------------------------------------
@@ -317,7 +292,7 @@ make_tar_source "$T/src" || { echo "FAIL: could not build the tar source"; exit 
   { echo "FAIL: format"; exit 1; }
 
 echo "== programs on the mount"
-if start_mount "$M" "$T/mount.log" --cache 256M; then
+if start_mount "$META" "$M" "$T/mount.log" --cache 256M; then
   check "git: $GIT_FILES files, two commits, fsck, clone, gc" git_round_trip "$M"
   check "tar: extract and diff -r --no-dereference" tar_round_trip "$M"
   check "sqlite3: two writers, rollback journal, integrity_check" sqlite_two_writers "$M/j.db" DELETE
@@ -335,7 +310,7 @@ else
 fi
 check "fsck clean after the programs" fsck_clean
 
-if start_mount "$M" "$T/mount2.log" --cache 64M; then
+if start_mount "$META" "$M" "$T/mount2.log" --cache 64M; then
   check "remount: git fsck of the repository and the clone" bash -c \
     "git -c safe.directory='*' -C '$M/repo' fsck --full --strict 2>/dev/null &&
      git -c safe.directory='*' -C '$M/clone' fsck --full --strict 2>/dev/null"
@@ -354,7 +329,7 @@ check "fsck clean after the removals" fsck_clean
 
 echo "== kill -9 of the mount during fio fsync=1"
 mkdir -p "$T/fio-kill"
-if start_mount "$M" "$T/kill.log" --cache 64M; then
+if start_mount "$META" "$M" "$T/kill.log" --cache 64M; then
   head -c 4M /dev/urandom >"$T/synced"
   dd if="$T/synced" of="$M/synced" bs=1M conv=fsync status=none
   fio_fsync_writer "$M/fsw" "$T/fio-kill" 0 16m
@@ -368,7 +343,7 @@ if start_mount "$M" "$T/kill.log" --cache 64M; then
   echo "  fio's fsyncs covered $synced_bytes bytes before the kill"
   check "folio fs umount clears the dead mount" "$FOLIO" fs umount "$M"
   check "fsck clean after kill -9" fsck_clean
-  if start_mount "$M" "$T/kill2.log" --cache 64M; then
+  if start_mount "$META" "$M" "$T/kill2.log" --cache 64M; then
     ok "remount after kill -9 (the dead session is cleaned)"
     check "fsynced file survived kill -9" cmp "$T/synced" "$M/synced"
     check "everything fio fsynced survived kill -9 (fio verify_only)" \

@@ -1,8 +1,9 @@
 # Shared pieces of the FUSE shell tests, sourced by them: the skip when /dev/fuse is missing,
-# the pass / fail count, and fio's fsync-after-every-write job whose log says which bytes were
+# the pass / fail count, starting and stopping a `folio fs mount`, and fio's fsync-after-every-write job whose log says which bytes were
 # fsynced before a kill -9 (export_cli_test.sh, fs_programs_test.sh).
 #
-# The sourcing script sets T (its temp dir) before using the fio helpers; `passed` and
+# The sourcing script sets T (its temp dir) before using the fio helpers and FOLIO (the binary)
+# before the mount helpers; `passed` and
 # `failed` are its counters.
 
 # require_fuse WHAT: exits 77 (skipped) when /dev/fuse does not exist.
@@ -66,4 +67,30 @@ fio_verify_fsynced() {
   [ "$2" -gt 0 ] || { echo "  fio completed no fsynced write before the kill"; return 1; }
   fio --name=fsw --filename="$1" --ioengine=psync --direct="$3" --rw=write --bs=64k --offset=0 \
     --size="$2" --verify=crc32c --verify_only --verify_state_save=0 >/dev/null
+}
+
+# start_mount META DIR LOG ARGS...: `folio fs mount META DIR ARGS` in the background (its pid in
+# MOUNTER), waits until DIR/.stats is readable; on failure prints LOG.
+start_mount() {
+  local meta=$1 dir=$2 log=$3
+  shift 3
+  mkdir -p "$dir"
+  "$FOLIO" fs mount "$meta" "$dir" "$@" 2>"$log" &
+  MOUNTER=$!
+  for _ in $(seq 1 300); do
+    [ -r "$dir/.stats" ] && return 0
+    kill -0 "$MOUNTER" 2>/dev/null || { cat "$log"; return 1; }
+    sleep 0.1
+  done
+  cat "$log"
+  return 1
+}
+
+# stop_mount DIR: `folio fs umount DIR`, then reaps the mount process; returns its status.
+stop_mount() {
+  "$FOLIO" fs umount "$1" || return 1
+  wait "$MOUNTER"
+  local rc=$?
+  MOUNTER=""
+  return $rc
 }
