@@ -63,6 +63,7 @@ Result<FileSystem::Opened> FileSystem::OpenInode(const Cred& cred, const meta::I
   auto f = std::make_shared<OpenFile>();
   f->ino = inode.ino;
   f->flags = flags;
+  f->kernel_cache = kernel_writeback_cache_;
   f->cred = cred;
   f->data = std::move(data);
   Opened out;
@@ -107,7 +108,8 @@ Result<size_t> FileSystem::Read(uint64_t fh, uint64_t pos, std::span<char> out) 
 Result<size_t> FileSystem::Write(uint64_t fh, uint64_t pos, std::span<const char> in) {
   FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, HandleOf(fh));
   if (!f->writable()) return Errno(EBADF, "write on a read-only handle");
-  FOLIO_ASSIGN_OR_RETURN(size_t n, f->data->Write(pos, in, (f->flags & O_APPEND) != 0, f->cred));
+  const bool append = (f->flags & O_APPEND) != 0 && !f->kernel_cache;
+  FOLIO_ASSIGN_OR_RETURN(size_t n, f->data->Write(pos, in, append, f->cred));
   FsCounters::Add(counters_->write_bytes, n);
   return n;
 }

@@ -171,8 +171,15 @@ class FileSystem {
   Result<Opened> Open(const Cred& cred, InodeId ino, int flags);
   // Returns the bytes read: short only at end of file.
   Result<size_t> Read(uint64_t fh, uint64_t pos, std::span<char> out);
-  // O_APPEND handles write at the end of file whatever pos says.
+  // O_APPEND handles write at the end of file whatever pos says (but see
+  // SetKernelWritebackCache).
   Result<size_t> Write(uint64_t fh, uint64_t pos, std::span<const char> in);
+  // The kernel caches writes (FUSE writeback_cache, as negotiated when the mount starts): it
+  // places O_APPEND writes itself (the offsets it sends are those of its dirty pages) and
+  // fills its page cache through any handle of the file, write-only ones included. Handles
+  // opened after this call then write at the offset given even with O_APPEND, and read even
+  // when opened write-only (the kernel refuses a user's read on those before it gets here).
+  void SetKernelWritebackCache(bool on) { kernel_writeback_cache_ = on; }
   // close(2) of one descriptor: releases the POSIX locks of lock_owner; reports a writeback
   // error this handle has not seen.
   Status Flush(uint64_t fh, uint64_t lock_owner);
@@ -273,6 +280,7 @@ class FileSystem {
   std::unordered_map<uint64_t, std::shared_ptr<DirHandle>> dirs_;   // GUARDED_BY(handles_mu_)
 
   std::atomic<bool> unmounted_{false};
+  std::atomic<bool> kernel_writeback_cache_{false};
 };
 
 }  // namespace folio::fs

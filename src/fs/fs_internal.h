@@ -44,8 +44,12 @@ struct OpenFile {
   std::mutex mu;
   bool took_flock = false;   // GUARDED_BY(mu)
   uint64_t flock_owner = 0;  // GUARDED_BY(mu)
+  // The kernel's writeback cache places this handle's writes and reads through it
+  // (FileSystem::SetKernelWritebackCache): O_APPEND does not move them, O_WRONLY does not
+  // forbid reads.
+  bool kernel_cache = false;
 
-  bool readable() const { return (flags & 3) != 1; }   // O_WRONLY = 1
+  bool readable() const { return (flags & 3) != 1 || kernel_cache; }   // O_WRONLY = 1
   bool writable() const { return (flags & 3) != 0; }   // O_RDONLY = 0
 };
 

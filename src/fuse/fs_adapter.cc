@@ -158,6 +158,10 @@ Result<NodeAttr> FsAdapter::SetAttr(InodeId ino, const SetAttrRequest& r) {
   return ToNodeAttr(a);
 }
 
+void FsAdapter::Init(const ConnectionInfo& conn) {
+  fs_->SetKernelWritebackCache(conn.writeback_cache);
+}
+
 Result<OpenReply> FsAdapter::Open(InodeId ino, int flags) {
   OpenReply o;
   if (IsStats(ino)) {

@@ -45,6 +45,9 @@ class FsAdapter final : public Filesystem {
   void SetRequestStats(const RequestStats* stats) { request_stats_ = stats; }
   std::string StatsText() const;
 
+  // With the kernel's writeback cache, the core's handles leave O_APPEND to the kernel and
+  // serve its page-cache fills on write-only handles (FileSystem::SetKernelWritebackCache).
+  void Init(const ConnectionInfo& conn) override;
   Result<EntryReply> Lookup(InodeId parent, std::string_view name) override;
   Result<NodeAttr> GetAttr(InodeId ino) override;
   Result<NodeAttr> SetAttr(InodeId ino, const SetAttrRequest& request) override;

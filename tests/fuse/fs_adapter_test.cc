@@ -134,5 +134,45 @@ TEST_F(FsAdapterTest, PosixLockRangesRoundTrip) {
   ASSERT_TRUE(adapter_->Release(c->entry.attr.ino, c->open.fh).ok());
 }
 
+// With the kernel's writeback cache the kernel places O_APPEND writes itself (the offsets of
+// its dirty pages) and fills its page cache through whatever handle writes, write-only ones
+// included: the adapter must neither append at its own end of file (the data landed past the
+// kernel's size: fs_mount_model_test found it) nor refuse the read (EBADF to a pwrite).
+TEST_F(FsAdapterTest, WritebackCacheWritesAtTheKernelsOffsetsAndReadsWriteOnlyHandles) {
+  ConnectionInfo conn;
+  conn.writeback_cache = true;
+  adapter_->Init(conn);
+  Result<Filesystem::CreateReply> c =
+      adapter_->Create(kRootInode, "a", S_IFREG | 0644, O_WRONLY | O_CREAT | O_APPEND);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const InodeId ino = c->entry.attr.ino;
+  const std::string head(1000, 'h'), page = fs::test::Pattern(4096, 5);
+  ASSERT_EQ(*adapter_->Write(ino, c->open.fh, 0, {head.data(), head.size()}), head.size());
+  // The kernel writes back the whole dirty page, from offset 0, through the O_APPEND handle.
+  ASSERT_EQ(*adapter_->Write(ino, c->open.fh, 0, {page.data(), page.size()}), page.size());
+  std::string back(8192, '\0');
+  Result<size_t> n = adapter_->Read(ino, c->open.fh, 0, {back.data(), back.size()});
+  ASSERT_TRUE(n.ok()) << "the kernel's read-modify-write read: " << n.status().ToString();
+  back.resize(*n);
+  EXPECT_EQ(back, page);
+  ASSERT_TRUE(adapter_->Release(ino, c->open.fh).ok());
+  EXPECT_EQ(adapter_->GetAttr(ino)->size_bytes, page.size());
+}
+
+// Without it the adapter appends (the kernel sends the offset it knows, which another mount may
+// have moved) and a write-only handle stays unreadable.
+TEST_F(FsAdapterTest, WithoutWritebackCacheAppendsAtTheEndAndWriteOnlyHandlesDoNotRead) {
+  Result<Filesystem::CreateReply> c =
+      adapter_->Create(kRootInode, "a", S_IFREG | 0644, O_WRONLY | O_CREAT | O_APPEND);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const InodeId ino = c->entry.attr.ino;
+  ASSERT_EQ(*adapter_->Write(ino, c->open.fh, 0, {"abc", 3}), 3u);
+  ASSERT_EQ(*adapter_->Write(ino, c->open.fh, 0, {"de", 2}), 2u);
+  EXPECT_EQ(adapter_->GetAttr(ino)->size_bytes, 5u);
+  char b[8];
+  EXPECT_EQ(adapter_->Read(ino, c->open.fh, 0, {b, sizeof b}).status().ToErrno(), EBADF);
+  ASSERT_TRUE(adapter_->Release(ino, c->open.fh).ok());
+}
+
 }  // namespace
 }  // namespace folio::fuse
