@@ -118,6 +118,9 @@ class MountModel {
   void OpFstat();
   void OpFsync();
   void OpClose();
+  void OpFallocate();
+  void OpCopyRange();
+  void OpPause();
   void Mount();
   void Fsck();
   void CompareTree(bool crashed);

@@ -7,8 +7,9 @@
 // RENAME_EXCHANGE) within and across directories and over existing names, link, unlink (also
 // of open files, which are then read and written through their fds), mkdir / rmdir, symlink /
 // readlink, chmod, user.* xattrs (set with XATTR_CREATE / XATTR_REPLACE, get, list, remove),
-// readdir (names and d_type), fstat, fsync / fdatasync, close; paths through a missing name, a
-// file or a dangling symlink. Mounts use the default options or, at random, writeback_cache.
+// readdir (names and d_type), fstat, fallocate (allocate, keep size, punch hole, zero range),
+// copy_file_range, fsync / fdatasync, close, pauses (the mount's background commits run);
+// paths through a missing name, a file or a dangling symlink. Mounts use the default options or, at random, writeback_cache.
 //
 // Periodically: a clean remount (close every fd, `folio fs umount`, the server exits 0, `folio
 // fs fsck` clean, mount, the whole tree compared exactly: names, d_type, types, modes, nlink,
@@ -20,13 +21,15 @@
 // operation is committed before it returns. Files unlinked while open are gone. A regular
 // file fsynced after its last change reads exactly as then; any other file reads without an
 // error, its size is one it had since its last fsync (a truncate commits its size), and each
-// byte is zero, its value at the last fsync or a value some write since then put there.
+// byte is its value at the last fsync (zero past the size then) or one some write since put
+// there (fallocate's punched, zeroed and allocated ranges are writes of zeros).
 //
 // FOLIO_SEED picks the seed, FOLIO_MODEL_OPS the number of operations (default 2500),
 // FOLIO_MODEL_SECONDS the time after which no more are started (default 90), FOLIO_MODEL_TRACE=1
 // prints every operation. A failure prints the seed, the operation number and the last
 // operations. FOLIO_BINARY overrides the `folio` binary the build names.
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -34,6 +37,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "base/test_seed.h"
 #include "fs_mount_model.h"
@@ -133,6 +137,52 @@ void MountModel::OpTruncate() {
   if (Outcome(Err(truncate(t.path.c_str(), static_cast<off_t>(size))), want, what)) {
     ref_.Truncate(t.node, size);
   }
+}
+
+// fallocate: allocate (mode 0 grows the size), KEEP_SIZE, PUNCH_HOLE | KEEP_SIZE, ZERO_RANGE
+// with or without KEEP_SIZE.
+void MountModel::OpFallocate() {
+  Fd* f = RandomFd();
+  if (f == nullptr) return;
+  static constexpr int kModes[] = {0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                                   FALLOC_FL_ZERO_RANGE, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE};
+  const int mode = kModes[Pick(5)];
+  const uint64_t size = ref_.at(f->node).data.size();
+  const uint64_t pos = Pick(size + 20000), len = 1 + Pick(Chance(50) ? 5000 : 100000);
+  const std::string what = "fallocate mode " + std::to_string(mode) + " " + std::to_string(len) +
+                           " at " + std::to_string(pos) + " node " + std::to_string(f->node);
+  const int got = Err(fallocate(f->fd, mode, static_cast<off_t>(pos), static_cast<off_t>(len)));
+  if (!Outcome(got, 0, what)) return;
+  if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
+    const uint64_t end = std::min(pos + len, size);
+    if (pos < end) ref_.Write(f->node, pos, std::string(end - pos, '\0'));
+  }
+  if (!(mode & FALLOC_FL_KEEP_SIZE) && pos + len > size) {
+    ref_.Write(f->node, size, std::string(pos + len - size, '\0'));
+  }
+}
+
+// copy_file_range between two descriptors (or within one file): EBADF from a write-only source
+// or into an O_APPEND one, EINVAL for overlapping ranges of one file, short at the source's end.
+void MountModel::OpCopyRange() {
+  if (fds_.empty()) return;
+  const Fd in = fds_[Pick(fds_.size())], out = fds_[Pick(fds_.size())];
+  const std::string& src = ref_.at(in.node).data;
+  const uint64_t pos_in = Pick(src.size() + 1000), pos_out = Pick(ref_.at(out.node).data.size() + 20000);
+  const uint64_t len = 1 + Pick(Chance(70) ? 20000 : 300000);
+  const uint64_t count = pos_in >= src.size() ? 0 : std::min(len, src.size() - pos_in);
+  int want = !in.readable || out.append ? EBADF : 0;
+  if (want == 0 && in.node == out.node && pos_out + count > pos_in && pos_out < pos_in + count) {
+    want = EINVAL;
+  }
+  loff_t off_in = static_cast<loff_t>(pos_in), off_out = static_cast<loff_t>(pos_out);
+  const ssize_t n = copy_file_range(in.fd, &off_in, out.fd, &off_out, len, 0);
+  const std::string what = "copy_file_range " + std::to_string(len) + " node " +
+                           std::to_string(in.node) + " at " + std::to_string(pos_in) +
+                           " -> node " + std::to_string(out.node) + " at " + std::to_string(pos_out);
+  if (!Outcome(Err(n), want, what)) return;
+  ASSERT_EQ(static_cast<uint64_t>(n), count) << what;
+  if (count > 0) ref_.Write(out.node, pos_out, src.substr(pos_in, count));
 }
 
 void MountModel::OpRename() {
@@ -299,11 +349,19 @@ void MountModel::OpClose() {
   Outcome(Err(close(f.fd)), 0, "close fd " + std::to_string(f.fd));
 }
 
+// Up to 1.5 s without operations: the mount's background work (the commit of open files every
+// 5 s, closed files settling into slices or packs, compaction) runs, and a crash may hit it.
+void MountModel::OpPause() {
+  const uint64_t ms = Pick(1500);
+  Note("pause " + std::to_string(ms) + " ms");
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 void MountModel::Step(uint64_t op_no) {
   using Op = void (MountModel::*)();
   static const struct {
     const char* name;
-    int weight;  // per mille
+    int weight;
     Op op;
   } kOps[] = {{"mkdir", 60, &MountModel::OpMkdir},       {"open", 100, &MountModel::OpOpen},
               {"write", 170, &MountModel::OpWrite},      {"read", 80, &MountModel::OpRead},
@@ -313,10 +371,16 @@ void MountModel::Step(uint64_t op_no) {
               {"readlink", 20, &MountModel::OpReadlink}, {"chmod", 30, &MountModel::OpChmod},
               {"xattr", 60, &MountModel::OpXattr},       {"readdir", 40, &MountModel::OpReaddir},
               {"fstat", 20, &MountModel::OpFstat},       {"fsync", 50, &MountModel::OpFsync},
-              {"close", 60, &MountModel::OpClose}};
+              {"close", 60, &MountModel::OpClose},       {"fallocate", 25, &MountModel::OpFallocate},
+              {"copy_file_range", 25, &MountModel::OpCopyRange}, {"pause", 4, &MountModel::OpPause}};
+  static const int kTotal = [] {
+    int t = 0;
+    for (const auto& o : kOps) t += o.weight;
+    return t;
+  }();
   Note("op " + std::to_string(op_no));
-  const uint64_t r = Pick(1008);
-  if (r >= 1000) return Remount(/*crash=*/r >= 1004);
+  const uint64_t r = Pick(kTotal + 8);  // 4 in kTotal + 8 a clean remount, 4 a kill -9
+  if (r >= kTotal) return Remount(/*crash=*/r >= kTotal + 4);
   int64_t left = static_cast<int64_t>(r);
   for (const auto& o : kOps) {
     if ((left -= o.weight) < 0) {

@@ -9,8 +9,10 @@
 // remount); `since` the writes after it (clipped by later truncates); `sizes` every size the
 // file had since then. A truncate is a commit point of the size (the core commits it in the
 // setattr's transaction), so it restarts `sizes` and cuts `durable` and `since` to the new
-// size. After a kill -9 a byte at offset o may be zero, durable[o], or what any write in
-// `since` put at o; the size must be one of `sizes`.
+// size. After a kill -9 a byte at offset o may be durable[o] (zero past durable's size), or what
+// any write in `since` put at o (holes punched, ranges zeroed and allocated are writes of
+// zeros); the size must be one of `sizes`. A file fsynced since its last change must therefore
+// read exactly as it was.
 //
 // Thread safety: none (one test thread).
 #pragma once
@@ -184,9 +186,9 @@ inline std::string RefTree::CrashContentProblem(const RefNode& n, const std::str
   }
   for (uint64_t o = 0; o < got.size(); ++o) {
     const char c = got[o];
-    if (c == '\0' || (o < n.durable.size() && n.durable[o] == c) ||
-        (o < n.data.size() && n.data[o] == c)) {
-      continue;  // zero, the value at the last fsync, or the latest value
+    // The value at the last fsync (zero past that size: a hole or a truncate) or the latest.
+    if ((o < n.durable.size() ? n.durable[o] : '\0') == c || (o < n.data.size() && n.data[o] == c)) {
+      continue;
     }
     bool written = false;
     for (const auto& [pos, bytes] : n.since) {
@@ -197,7 +199,7 @@ inline std::string RefTree::CrashContentProblem(const RefNode& n, const std::str
     }
     if (!written) {
       return "byte " + std::to_string(o) + " is " + std::to_string(static_cast<uint8_t>(c)) +
-             ": neither zero, its value at the last fsync, nor one written since";
+             ": neither its value at the last fsync (zero past its size then) nor one written since";
     }
   }
   return "";
