@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 namespace folio::io_internal {
@@ -18,16 +19,32 @@ namespace {
 std::atomic<uint64_t> g_next_registry_id{1};
 
 struct Entry {
-  uint64_t id;
   std::shared_ptr<RegistryAnchor> anchor;  // kept alive for the thread-exit path
   ThreadState* state;
 };
 
-// The calling thread's states of every registry it used.
+// Attach purges the entries of destroyed registries when the map has reached this many
+// entries, then sets the next purge at twice the live entries (at least this): each purge
+// costs O(entries) after at least as many attaches, so Attach is O(1) amortised, and dead
+// entries never outnumber twice the live ones plus this.
+constexpr size_t kMinPurgeEntries = 64;
+
+// The calling thread's states of every registry it used, by registry id. Entries of destroyed
+// registries stay until the next purge; they are never looked up (ids are never reused) and
+// their states are never dereferenced (the registry destroyed them).
 struct ThreadSlots {
-  std::vector<Entry> entries;
-  size_t last_hit = 0;
+  std::unordered_map<uint64_t, Entry> entries;
+  uint64_t last_id = 0;  // the last hit of Find or Attach (0: none; ids start at 1)
+  ThreadState* last_state = nullptr;
+  size_t purge_at = kMinPurgeEntries;
   ~ThreadSlots();
+
+  void PurgeDead() {
+    std::erase_if(entries, [](const auto& kv) {
+      return !kv.second.anchor->alive.load(std::memory_order_relaxed);
+    });
+    purge_at = std::max(kMinPurgeEntries, 2 * entries.size());
+  }
 };
 
 thread_local ThreadSlots t_slots;
@@ -36,7 +53,7 @@ thread_local ThreadSlots t_slots;
 
 // Thread exit: detach and destroy this thread's states of live registries.
 ThreadSlots::~ThreadSlots() {
-  for (Entry& e : entries) {
+  for (auto& [id, e] : entries) {
     RegistryAnchor* anchor = e.anchor.get();
     std::unique_ptr<ThreadState> doomed;
     {
@@ -69,16 +86,13 @@ PerThreadRegistry::~PerThreadRegistry() {
 }
 
 ThreadState* PerThreadRegistry::Find() const {
-  std::vector<Entry>& entries = t_slots.entries;
-  size_t hint = t_slots.last_hit;
-  if (hint < entries.size() && entries[hint].id == id_) return entries[hint].state;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i].id == id_) {
-      t_slots.last_hit = i;
-      return entries[i].state;
-    }
-  }
-  return nullptr;
+  ThreadSlots& slots = t_slots;
+  if (slots.last_id == id_) return slots.last_state;
+  auto it = slots.entries.find(id_);
+  if (it == slots.entries.end()) return nullptr;
+  slots.last_id = id_;
+  slots.last_state = it->second.state;
+  return it->second.state;
 }
 
 ThreadState* PerThreadRegistry::Attach(std::unique_ptr<ThreadState> state) {
@@ -87,13 +101,11 @@ ThreadState* PerThreadRegistry::Attach(std::unique_ptr<ThreadState> state) {
     std::lock_guard<std::mutex> lock(anchor_->mu);
     anchor_->states.push_back(std::move(state));
   }
-  std::vector<Entry>& entries = t_slots.entries;
-  // Drop entries of destroyed registries (their states are already gone).
-  std::erase_if(entries, [](const Entry& e) {
-    return !e.anchor->alive.load(std::memory_order_relaxed);
-  });
-  entries.push_back(Entry{id_, anchor_, raw});
-  t_slots.last_hit = entries.size() - 1;
+  ThreadSlots& slots = t_slots;
+  if (slots.entries.size() >= slots.purge_at) slots.PurgeDead();
+  slots.entries.emplace(id_, Entry{anchor_, raw});
+  slots.last_id = id_;
+  slots.last_state = raw;
   return raw;
 }
 
