@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `folio fs bench` end to end: a --quick --json run (a Folio FS mount, ext4 and passthrough_ll
 # side by side) must report every phase on every target with positive figures, packing must
-# store the small files in fewer objects than no packing, and the temp directory must be gone
-# with nothing left mounted; then a run interrupted with SIGINT must exit 130, unmount
+# store the small files in fewer objects than no packing, stderr (a file) must have one plain
+# progress line per phase and target, and the temp directory must be gone with nothing left
+# mounted; then a run interrupted with SIGINT must exit 130, unmount
 # everything and remove its temp directory.
 #
 # Usage: fs_bench_test.sh FOLIO_BIN
@@ -78,6 +79,19 @@ PYEOF
 then ok "every phase on every target with positive figures; packing stores fewer objects"
 else fail "the JSON"; fi
 if grep -q "<svg" "$T/plot.svg" 2>/dev/null; then ok "--plot wrote an SVG"; else fail "--plot"; fi
+# stderr is a file, not a terminal: one plain line per phase and target, no live line ('\r').
+lines_ok=1
+for want in "folio randread-4k-cached-1t: " "ext4 seqread-1m: " "passthrough_ll randwrite-4k-4t: " \
+            "folio md-1t: mkdir " "passthrough_ll md-4t: mkdir " "folio-nopack small files: write " \
+            "unmounted" "temp directory removed"; do
+  [ "$(grep -c -F "$want" "$T/err")" -eq 1 ] || { lines_ok=0; echo "stderr: '$want' not once"; }
+done
+n=$(grep -c -E '^folio fs bench: \[[0-9.hms]+\] ' "$T/err")
+if [ "$lines_ok" -eq 1 ] && [ "$n" -eq 38 ] && ! grep -q $'\r' "$T/err"; then
+  ok "stderr not a terminal: $n plain progress lines (one per phase and target), no live line"
+else
+  fail "plain progress lines: $n of 38, see $T/err"; cat "$T/err"
+fi
 if nothing_left; then ok "nothing mounted, temp directory removed"; else fail "left behind"; fi
 
 # 2. SIGINT in the middle: exit 130, everything unmounted, temp directory removed.

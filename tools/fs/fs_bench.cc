@@ -19,6 +19,8 @@
 #include <fstream>
 #include <memory>
 
+#include "base/clock.h"
+#include "base/progress.h"
 #include "base/units.h"
 #include "bench/datafile.h"
 #include "bench/memcg.h"
@@ -112,10 +114,21 @@ class FsBench {
     std::printf("%s: %s\n", kPrefix, line.c_str());
     std::fflush(stdout);
   }
+  // A step done: one plain line on stderr when stderr is not a terminal (a log, a pipe, `make
+  // run` under a CI; a terminal has the live progress line instead), with the time since the
+  // start. Also under --json: stdout stays the JSON alone.
+  void Done(const std::string& what) {
+    if (!plain_progress_) return;
+    std::fprintf(stderr, "%s: [%s] %s\n", kPrefix,
+                 FormatElapsed((MonotonicNowNs() - start_ns_) / 1000000).c_str(), what.c_str());
+    std::fflush(stderr);
+  }
   Status UnmountAll();
 
   const FsBenchConfig& c_;
   const bench::StopSignal& stop_;
+  const bool plain_progress_ = isatty(STDERR_FILENO) == 0;
+  const uint64_t start_ns_ = MonotonicNowNs();
   PhaseEnv env_;
   FsBenchReport report_;
   std::unique_ptr<WorkDir> work_;  // destroyed last (members are destroyed bottom-up)
@@ -225,7 +238,10 @@ Status FsBench::FillData() {
     FOLIO_RETURN_IF_ERROR(bench::FillFile(dir + "/large.img", 0, FsBenchLargeFileBytes(c_),
                                           stop_.flag(), pm));
   }
-  return stop_.stopped() ? Status::Again("interrupted") : Status::OK();
+  if (stop_.stopped()) return Status::Again("interrupted");
+  Done("data files written: " + FormatSize(FsBenchCachedFileBytes(c_)) + " and " +
+       FormatSize(FsBenchLargeFileBytes(c_)) + " on folio and on ext4");
+  return Status::OK();
 }
 
 Status FsBench::RunIo(const IoPhase& phase) {
@@ -242,6 +258,7 @@ Status FsBench::RunIo(const IoPhase& phase) {
     FOLIO_ASSIGN_OR_RETURN(double v, RunIoPhase(phase, file, env_, t.name + " " + phase.name,
                                                 &notes));
     p.runs[t.name].push_back(v);
+    Done(t.name + " " + phase.name + ": " + FormatFsBenchValue(v) + " " + p.unit);
   }
   return Status::OK();
 }
@@ -252,7 +269,11 @@ Status FsBench::RunMetadata(uint32_t threads) {
     FOLIO_ASSIGN_OR_RETURN(auto ops, RunMetadataPhases(t.root, threads, c_.md_files,
                                                        MetadataDeadlineSeconds(c_), env_,
                                                        t.name + " md" + ts));
+    std::string line = t.name + " md" + ts + ":";
+    const char* sep = " ";
     for (const auto& [op, v] : ops) {
+      line += sep + op + " " + FormatFsBenchValue(v);
+      sep = ", ";
       FsPhaseResult& p = Phase("md-" + op + ts, "metadata", "ops/s", threads);
       if (op == "readdir" && p.notes.empty()) {
         p.notes.push_back("md-readdir: every thread lists the whole directory of " +
@@ -260,6 +281,7 @@ Status FsBench::RunMetadata(uint32_t threads) {
       }
       p.runs[t.name].push_back(v);
     }
+    Done(line + " ops/s");
   }
   return Status::OK();
 }
@@ -298,6 +320,8 @@ Status FsBench::RunSmall(int rep) {
     } else if (!store.empty()) {
       wp.objects[target] = CountStoreObjects(store) - before;
     }
+    Done(t.name + " small files: write " + FormatFsBenchValue(r.write_files_per_s) + ", read " +
+         FormatFsBenchValue(r.read_files_per_s) + " files/s");
     if (nopack && wp.notes.empty()) {
       wp.notes.push_back("smallfiles-*-nopack: Folio only, a second volume formatted with "
                          "--pack-below 0 (ext4 and passthrough_ll have no packing)");
@@ -331,10 +355,14 @@ int FsBench::Run() {
   Say("temp directory " + work_->path() + ", cache " + FormatSize(c_.cache_bytes) +
       ", load average " + report_.load);
   Status s = Setup();
-  if (s.ok()) s = FillData();
+  if (s.ok()) {
+    Done("folio and passthrough_ll mounted");
+    s = FillData();
+  }
   const std::vector<IoPhase> io =
       IoPhases(c_.runtime_s, FsBenchCachedFileBytes(c_), FsBenchLargeFileBytes(c_));
   for (int rep = 0; rep < c_.repeat && s.ok(); ++rep) {
+    if (c_.repeat > 1) Done(fmt::format("run {} of {}", rep + 1, c_.repeat));
     for (size_t i = 0; i < io.size() && s.ok(); ++i) s = RunIo(io[i]);
     for (uint32_t threads : {1u, 4u}) {
       if (s.ok()) s = RunMetadata(threads);
@@ -344,6 +372,7 @@ int FsBench::Run() {
   Status u = UnmountAll();
   if (!s.ok()) return Fail(s);
   if (!u.ok()) return Fail(u);
+  Done("unmounted (Folio's mounts commit what their closed files still held)");
   if (c_.json) {
     std::fputs(FsBenchJson(report_, c_).c_str(), stdout);
   } else {
@@ -357,6 +386,8 @@ int FsBench::Run() {
     if (!out) return RuntimeError(kPrefix, c_.plot_path + ": " + std::strerror(errno));
     Say("plot written to " + c_.plot_path);
   }
+  work_.reset();  // here rather than at destruction, so its time shows
+  Done("temp directory removed");
   return kExitOk;
 }
 

@@ -38,7 +38,7 @@ struct FsBenchConfig {
   std::string dir;               // parent of the temp directory (default $TMPDIR or /tmp)
   std::string store;             // "" = dir: in the temp dir; else dev:SPEC for the Folio volume
   uint64_t cache_bytes = 512ull << 20;  // Folio's --cache and the kernel's memory cgroup limit
-  double runtime_s = 4;          // per timed I/O phase
+  double runtime_s = 1;          // per timed I/O phase (a metadata op: 2 x, at least 1 s)
   uint32_t md_files = 10000;     // entries per metadata run
   uint32_t small_files = 10000;  // files in the small-file phase
   int repeat = 1;                // runs of every phase; the report shows medians
@@ -92,6 +92,8 @@ struct FsBenchReport {
   std::string command;
 };
 
+// A figure as the table shows it: "241", "8.7k", "1.13M"; "-" for 0.
+std::string FormatFsBenchValue(double v);
 // The targets, judged from the medians.
 std::vector<FsTargetVerdict> JudgeTargets(const FsBenchReport& r);
 std::string FormatFsBenchTable(const FsBenchReport& r, const FsBenchConfig& c);

@@ -24,12 +24,6 @@ const FsPhaseResult* Find(const FsBenchReport& r, const std::string& name) {
   return nullptr;
 }
 
-std::string FormatValue(double v) {
-  if (v <= 0) return "-";
-  if (v < 1000) return fmt::format("{:.0f}", v);
-  return bench::FormatIops(v);
-}
-
 std::string FormatRatio(double v) { return v > 0 ? fmt::format("{:.2f}x", v) : "-"; }
 
 // The per-row target: what the issue asks of this phase, met or not.
@@ -52,6 +46,12 @@ std::string RowTarget(const FsPhaseResult& p) {
 }
 
 }  // namespace
+
+std::string FormatFsBenchValue(double v) {
+  if (v <= 0) return "-";
+  if (v < 1000) return fmt::format("{:.0f}", v);
+  return bench::FormatIops(v);
+}
 
 double FsPhaseResult::Median(const std::string& target) const {
   auto it = runs.find(target);
@@ -132,7 +132,7 @@ std::string FormatFsBenchTable(const FsBenchReport& r, const FsBenchConfig& c) {
     const double f = p.Median(kTargetFolio), e = p.Median(kTargetExt4),
                  l = p.Median(kTargetPll);
     out += fmt::format("{:<26} {:<8} {:>8} {:>8} {:>8} {:>10} {:>9}  {}\n", p.name, p.unit,
-                       FormatValue(f), FormatValue(e), FormatValue(l), FormatRatio(Ratio(f, e)),
+                       FormatFsBenchValue(f), FormatFsBenchValue(e), FormatFsBenchValue(l), FormatRatio(Ratio(f, e)),
                        FormatRatio(Ratio(f, l)), RowTarget(p));
     if (!p.objects.empty()) {
       std::string objs;

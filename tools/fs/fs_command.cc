@@ -53,7 +53,7 @@ struct FsArgs {
   std::string bench_dir;
   std::string store;
   std::string bench_cache = "512M";
-  double runtime_s = 4;
+  double runtime_s = 1;
   uint32_t md_files = 10000;
   uint32_t small_files = 10000;
   int repeat = 1;
@@ -396,7 +396,9 @@ Command AddFsCommand(CLI::App& root) {
   bench->add_option("--cache", a->bench_cache, "Folio's --cache and the kernel's memory cgroup "
                                                "limit; the data files are cache/2 and 2 x cache")
       ->default_str("512M");
-  bench->add_option("--runtime", a->runtime_s, "Seconds per I/O phase")->default_str("4");
+  bench->add_option("--runtime", a->runtime_s, "Seconds per I/O phase; a metadata op stops after "
+                                               "2 x this (at least 1 s)")
+      ->default_str("1");
   bench->add_option("--md-files", a->md_files, "Entries per metadata run")->default_str("10000");
   bench->add_option("--small-files", a->small_files, "Files in the small-file phase")
       ->default_str("10000");
@@ -404,7 +406,9 @@ Command AddFsCommand(CLI::App& root) {
       ->default_str("1");
   bench->add_flag("--quick", a->quick, "Tiny sizes (64M cache, 0.5 s phases, 200 entries): for "
                                        "tests");
-  bench->add_flag("--json", a->json, "JSON output (no progress line)");
+  bench->add_flag("--json", a->json, "JSON on stdout (no live progress line; the plain "
+                                     "per-phase lines still go to a stderr that is not a "
+                                     "terminal)");
   bench->add_option("--plot", a->plot, "Write an SVG chart of the ratios to ext4");
   bench->add_option("--passthrough-ll", a->passthrough_ll,
                     "A built passthrough_ll (default: build it with bench/build-passthrough-ll.sh)");
