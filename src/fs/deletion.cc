@@ -80,6 +80,10 @@ Status DataPath::RunDeletions(int64_t now_ns) {
     return Status::OK();
   }));
   Status first;
+  // An object goes only once the transaction that dropped its last reference is durable:
+  // a power cut must not bring back a reference to a deleted object (the engine may commit
+  // without syncing, see MetaEngine::Sync).
+  if (!due.empty()) FOLIO_RETURN_IF_ERROR(ctx_.meta->Sync());
   for (const auto& entry : due) {
     // Named, not a structured binding: the lambdas below capture them (clang 14, the fuzz
     // build's compiler, cannot capture structured bindings).

@@ -261,6 +261,7 @@ class FaultMetaEngine final : public meta::MetaEngine {
   }
   Result<uint64_t> AllocateIds(meta::Counter c, uint64_t n) override { return inner_->AllocateIds(c, n); }
   Status Init(InitMode mode) override { return inner_->Init(mode); }
+  Status Sync() override { return inner_->Sync(); }
   meta::MetaStats Stats() const override { return inner_->Stats(); }
   std::string url() const override { return inner_->url(); }
 

@@ -136,7 +136,9 @@ Status FileSystem::Release(uint64_t fh) {
 Status FileSystem::Fsync(uint64_t fh, bool datasync) {
   (void)datasync;  // the data commit carries the attributes too: both are the same here
   FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, HandleOf(fh));
-  return f->data->Sync(SyncMode::kDurable);
+  FOLIO_RETURN_IF_ERROR(f->data->Sync(SyncMode::kDurable));
+  // The file's creation, renames and attributes, and everything committed before them.
+  return meta_->Sync();
 }
 
 Status FileSystem::Fallocate(uint64_t fh, int mode, uint64_t pos, uint64_t len) {

@@ -21,13 +21,16 @@ struct FileSystem::Background {
   bool stop = false;  // GUARDED_BY(mu)
   std::thread thread;
   uint64_t last_heartbeat_ns = 0;
+  uint64_t last_meta_sync_ns = 0;
   uint64_t passes = 0;
 };
 
 FileSystem::FileSystem(meta::MetaEngine* meta, store::BlockStore* store, PageCache* cache,
                        const FsOptions& options, meta::FormatRecord format)
     : meta_(meta), store_(store), cache_(cache), options_(options), format_(std::move(format)),
-      counters_(std::make_unique<FsCounters>()), bg_(std::make_unique<Background>()) {}
+      counters_(std::make_unique<FsCounters>()), bg_(std::make_unique<Background>()) {
+  bg_->last_meta_sync_ns = MonotonicNowNs();
+}
 
 Result<std::unique_ptr<FileSystem>> FileSystem::Mount(meta::MetaEngine* meta,
                                                       store::BlockStore* store, PageCache* cache,
@@ -93,10 +96,22 @@ Status FileSystem::RunMaintenance() {
     if (first.ok() && !cleaned.ok()) first = cleaned.status();
   }
   Status d = data_->Maintenance();
-  return first.ok() ? d : first;
+  if (first.ok()) first = d;
+  if (now - bg_->last_meta_sync_ns >= options_.meta_sync_interval_ms * 1000000) {
+    Status m = meta_->Sync();
+    if (first.ok()) first = m;
+    bg_->last_meta_sync_ns = now;
+  }
+  return first;
 }
 
-Status FileSystem::SyncAll() { return data_->SyncAll(); }
+Status FileSystem::SyncAll() {
+  Status first = data_->SyncAll();
+  Status m = meta_->Sync();
+  return first.ok() ? m : first;
+}
+
+Status FileSystem::SyncMetadata() { return meta_->Sync(); }
 
 Status FileSystem::Unmount() {
   if (unmounted_.exchange(true)) return Status::OK();
@@ -127,7 +142,9 @@ Status FileSystem::Unmount() {
   // Deletions whose time has come go now; the rest wait for the next mount.
   (void)data_->RunDeletions(WallNs());
   Status c = session_->Close();
-  return first.ok() ? c : first;
+  if (first.ok()) first = c;
+  Status m = meta_->Sync();
+  return first.ok() ? m : first;
 }
 
 void FileSystem::CrashForTesting() {

@@ -64,6 +64,11 @@ struct FsOptions {
   // deletion queue. Tests turn them off and call RunMaintenance() themselves.
   bool background = true;
   uint64_t sync_interval_ms = 5000;     // dirty data of open files is committed this often
+  // With an engine whose commits are not synced one by one (SQLite sqlite_synchronous =
+  // "normal", the mount's -o meta_durability=fsync): the metadata is made durable
+  // (MetaEngine::Sync) at every fsync, fsyncdir, syncfs and unmount, before the deletion
+  // queue deletes objects, and at least this often (ext4's commit=5 default).
+  uint64_t meta_sync_interval_ms = 5000;
   uint64_t maintenance_interval_ms = 1000;
   // Refuse to mount when another live session has the volume mounted read-write.
   bool exclusive = true;
@@ -118,8 +123,12 @@ class FileSystem {
   // Commits every file's data, stops the background threads, frees what this session held
   // (sustained files, locks) and removes the session. Returns the first error.
   Status Unmount();
-  // Commits the data of every open or recently closed file (sync(2)).
+  // Commits the data of every open or recently closed file and makes all metadata durable
+  // (sync(2), syncfs(2)).
   Status SyncAll();
+  // Makes every metadata operation done so far durable (fsyncdir; also what Fsync does after
+  // committing the file's data).
+  Status SyncMetadata();
   // Test hook: a simulated crash. Stops the background threads and drops every FileData
   // without committing anything (uncommitted data is lost, objects already put stay as
   // garbage) and leaves the session record behind for the next mount to clean. After this the

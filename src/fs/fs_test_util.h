@@ -30,6 +30,7 @@
 #include "fs/store/dev_store.h"
 #include "fs/store/dir_store.h"
 #include "meta/meta_engine.h"
+#include "meta/sqlite_power_loss_vfs.h"
 
 namespace folio::fs::test {
 
@@ -61,6 +62,10 @@ struct VolumeOptions {
   uint64_t pack_below_bytes = 64 << 10;
   uint64_t cache_bytes = 64ull << 20;
   int64_t deletion_grace_ms = 0;
+  // The SQLite engine's synchronous setting ("full" or "normal", the mount's meta_sync=fsync),
+  // and whether it runs on the power-loss VFS (PowerLossAndRemount).
+  std::string meta_synchronous = "full";
+  bool power_loss = false;
   FsOptions fs = [] {
     FsOptions o;
     o.background = false;  // tests drive maintenance themselves
@@ -153,6 +158,25 @@ class TestVolume {
     return Mount();
   }
 
+  // Simulated power cut (REQUIRES options().power_loss): the metadata keeps only what SQLite
+  // fsynced (seed 0), or that and a random subset of its unsynced writes; a dev: store loses
+  // its unflushed writes (or a random subset) too. A dir: store's puts are durable (fsynced)
+  // and its deletes may come back, which only leaves garbage.
+  Status PowerLossAndRemount(uint64_t seed = 0) {
+    if (crash_) crash_->Crash(seed == 0 ? CrashMode::kDropUnflushed : CrashMode::kRandomSubset, seed);
+    fs_->CrashForTesting();
+    fs_.reset();
+    const std::string db = dir_.path() + "/meta.db";
+    auto image = meta::test::PowerLossVfs::Get().Image(db, seed);
+    CloseEngines();  // closing checkpoints: what a power cut would not let happen
+    FOLIO_RETURN_IF_ERROR(meta::test::PowerLossVfs::Get().WriteImage(db, image));
+    if (crash_) {
+      crash_->ClearFailures();
+      crash_->Restart();
+    }
+    return Mount();
+  }
+
   FileSystem* fs() const { return fs_.get(); }
   meta::MetaEngine* meta() const { return meta_.get(); }
   FaultMetaEngine* fault() const { return fault_.get(); }
@@ -165,6 +189,11 @@ class TestVolume {
  private:
   Status OpenEngines() {
     meta::MetaOpenOptions mo;
+    mo.sqlite_synchronous = options_.meta_synchronous;
+    if (options_.power_loss) {
+      meta::test::PowerLossVfs::Get();  // registers the VFS
+      mo.sqlite_vfs = meta::test::PowerLossVfs::kName;
+    }
     FOLIO_ASSIGN_OR_RETURN(meta_, meta::OpenMetaEngine(meta_url_, mo));
     if (!cache_) {
       PageCacheOptions po;

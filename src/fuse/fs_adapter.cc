@@ -217,6 +217,10 @@ Status FsAdapter::Fsync(InodeId ino, uint64_t fh, SyncKind kind) {
   return fs_->Fsync(fh, kind == SyncKind::kData);
 }
 
+Status FsAdapter::FsyncDir(InodeId /*ino*/, uint64_t /*fh*/, SyncKind /*kind*/) {
+  return fs_->SyncMetadata();
+}
+
 Status FsAdapter::Fallocate(InodeId ino, uint64_t fh, int mode, uint64_t pos, uint64_t len) {
   if (IsStats(ino)) return StatsReadOnly("fallocate");
   return fs_->Fallocate(fh, mode, pos, len);

@@ -57,6 +57,7 @@ class FsAdapter final : public Filesystem {
   Status Flush(InodeId ino, uint64_t fh) override;
   Status Release(InodeId ino, uint64_t fh) override;
   Status Fsync(InodeId ino, uint64_t fh, SyncKind kind) override;
+  Status FsyncDir(InodeId ino, uint64_t fh, SyncKind kind) override;
   Status Fallocate(InodeId ino, uint64_t fh, int mode, uint64_t pos, uint64_t len) override;
   Result<FsStatfs> StatFs() override;
 

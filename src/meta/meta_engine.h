@@ -24,7 +24,10 @@
 //      re-runs), but fn must not loop forever or crash on such a view (bound walks over records,
 //      e.g. a rename's ancestor check, by a depth limit and return an error past it).
 //   5. Durable when Transact returns OK for a kWrite transaction, to the engine's durability
-//      (SQLite synchronous=FULL by default; the server's fsync policy for Redis / PostgreSQL).
+//      (SQLite synchronous=FULL by default; the server's fsync policy for Redis / PostgreSQL),
+//      or, on an engine whose commits are not synced one by one (SQLite synchronous=NORMAL),
+//      when a later Sync() returns OK. Either way a later transaction is never durable
+//      without the earlier ones of the same engine (commits are durable in commit order).
 //   6. kRead transactions make no writes (a write is InvalidArgument) and may run concurrently
 //      with each other and with a writer.
 //   7. An engine may commit several concurrent kWrite transactions together (group commit: one
@@ -160,8 +163,13 @@ struct MetaStats {
 
 struct MetaOpenOptions {
   // SQLite: "full" (default; a committed transaction survives power loss) or "normal"
-  // (WAL: a power loss may drop the last transactions, never corrupts; see docs).
+  // (WAL: a commit is written to the WAL but not fsynced; Sync() fsyncs it. A crash of the
+  // process loses nothing committed; a power loss may drop the transactions committed since
+  // the last Sync or checkpoint, never corrupts; see docs/format/meta.md).
   std::string sqlite_synchronous = "full";
+  // SQLite, testing: the name of a registered SQLite VFS to open the database with (empty:
+  // the default VFS). meta/sqlite_power_loss_vfs.h simulates power cuts with one.
+  std::string sqlite_vfs;
   int max_retries = 50;            // conflict retries before Busy
   int64_t busy_timeout_ms = 30000; // waiting for another process's lock before Busy
   bool read_only = false;          // the engine refuses kWrite transactions
@@ -208,6 +216,13 @@ class MetaEngine {
   // a format record (Init ran, format did not finish) it succeeds. Init resets the counters
   // (kNextInode to 1: kRootInode is never handed out).
   virtual Status Init(InitMode mode) = 0;
+
+  // Makes every transaction this engine committed before the call durable (point 5): one
+  // fsync of SQLite's WAL when the engine runs with sqlite_synchronous = "normal" and committed
+  // something since the last Sync; nothing where every commit is durable already (SQLite
+  // "full"; Redis and PostgreSQL, whose durability is the server's own policy).
+  // Errors: IOError when the fsync failed (what was committed may not survive a power loss).
+  virtual Status Sync() = 0;
 
   virtual MetaStats Stats() const = 0;
   // "sqlite:/path/meta.db", with any password removed.

@@ -44,6 +44,8 @@ class PgEngine final : public MetaEngine {
                   const std::function<Status(Txn&)>& fn) override;
   Result<uint64_t> AllocateIds(Counter c, uint64_t n) override;
   Status Init(InitMode mode) override;
+  // Every commit is durable to the server's policy (synchronous_commit, fsync).
+  Status Sync() override { return Status::OK(); }
   MetaStats Stats() const override {
     MetaStats s;
     s.ops = ops_.Snapshot();

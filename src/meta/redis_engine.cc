@@ -34,6 +34,8 @@ class RedisEngine final : public MetaEngine {
                   const std::function<Status(Txn&)>& fn) override;
   Result<uint64_t> AllocateIds(Counter c, uint64_t n) override;
   Status Init(InitMode mode) override;
+  // Durability is the server's (appendonly / appendfsync, reported at open): nothing to do.
+  Status Sync() override { return Status::OK(); }
   MetaStats Stats() const override {
     MetaStats s;
     s.ops = ops_.Snapshot();

@@ -54,9 +54,10 @@ class SqliteStmt {
 class SqliteConn {
  public:
   // Opens `path` with SQLITE_OPEN_* `flags`, sets the busy timeout and returns the connection.
-  // `url` names the database in every message.
+  // `url` names the database in every message; `vfs` names the SQLite VFS (empty: default).
   static Result<std::unique_ptr<SqliteConn>> Open(const std::string& path, int flags,
-                                                  std::string url, int64_t busy_timeout_ms);
+                                                  std::string url, int64_t busy_timeout_ms,
+                                                  const std::string& vfs = {});
   ~SqliteConn();
   SqliteConn(const SqliteConn&) = delete;
   SqliteConn& operator=(const SqliteConn&) = delete;

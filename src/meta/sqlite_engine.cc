@@ -61,6 +61,7 @@ class SqliteEngine final : public MetaEngine {
                   const std::function<Status(Txn&)>& fn) override;
   Result<uint64_t> AllocateIds(Counter c, uint64_t n) override;
   Status Init(InitMode mode) override;
+  Status Sync() override;
   MetaStats Stats() const override;
   std::string url() const override { return url_; }
 
@@ -111,6 +112,7 @@ class SqliteEngine final : public MetaEngine {
   std::shared_ptr<Batch> batch_;        // GUARDED_BY(writer_mu_): the open physical transaction
   size_t batch_members_ = 0;            // GUARDED_BY(writer_mu_)
   uint64_t commit_attempts_ = 0;        // GUARDED_BY(writer_mu_)
+  uint64_t synced_commits_ = 0;         // GUARDED_BY(writer_mu_): commits_ at the last Sync
   std::atomic<int> writers_waiting_{0};
   std::atomic<bool> ready_{false};  // the database holds a Folio schema
 
@@ -155,7 +157,8 @@ Status SqliteEngine::RefreshLocked() {
 Status SqliteEngine::OpenWriterLocked(bool create) {
   const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
   FOLIO_ASSIGN_OR_RETURN(writer_,
-                         SqliteConn::Open(path_, flags, url_, options_.busy_timeout_ms));
+                         SqliteConn::Open(path_, flags, url_, options_.busy_timeout_ms,
+                                                  options_.sqlite_vfs));
   return Status::OK();
 }
 
@@ -378,7 +381,8 @@ Result<std::unique_ptr<SqliteConn>> SqliteEngine::AcquireReader() {
     }
     ++readers_open_;
   }
-  auto conn = SqliteConn::Open(path_, SQLITE_OPEN_READWRITE, url_, options_.busy_timeout_ms);
+  auto conn = SqliteConn::Open(path_, SQLITE_OPEN_READWRITE, url_, options_.busy_timeout_ms,
+                               options_.sqlite_vfs);
   Status s = conn.ok() ? (*conn)->Exec("PRAGMA query_only = 1") : conn.status();
   if (!s.ok()) {
     std::lock_guard lock(readers_mu_);
@@ -464,6 +468,34 @@ Status SqliteEngine::InitLocked(InitMode mode) {
   if (!s.ok()) return s;
   commits_.fetch_add(1, std::memory_order_relaxed);
   ready_.store(true);
+  return Status::OK();
+}
+
+Status SqliteEngine::Sync() {
+  if (options_.sqlite_synchronous == "full" || options_.read_only) return Status::OK();
+  std::lock_guard lock(writer_mu_);
+  const uint64_t commits = commits_.load(std::memory_order_relaxed);
+  if (writer_ == nullptr || commits == synced_commits_) return Status::OK();
+  // With synchronous=NORMAL a commit appends its frames to the WAL without an fsync; one fsync
+  // of the WAL makes every frame written before it durable (SQLite's own commit under FULL
+  // does exactly this). The pager hands out the WAL's file object for this purpose.
+  sqlite3_file* wal = nullptr;
+  int rc = sqlite3_file_control(writer_->db(), "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal);
+  if (rc == SQLITE_OK && (wal == nullptr || wal->pMethods == nullptr)) {
+    // No WAL is open: everything committed was checkpointed into the database, and a
+    // checkpoint syncs the database file.
+    synced_commits_ = commits;
+    return Status::OK();
+  }
+  if (rc == SQLITE_OK) rc = wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
+  if (rc != SQLITE_OK) {
+    return Status::IOError(fmt::format(
+        "{}: fsync of the write-ahead log failed ({}): the last metadata operations may not "
+        "survive a power loss",
+        url_, sqlite3_errstr(rc)));
+  }
+  synced_commits_ = commits;
+  fsyncs_.fetch_add(1, std::memory_order_relaxed);
   return Status::OK();
 }
 

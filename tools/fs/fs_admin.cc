@@ -40,9 +40,9 @@ int64_t NowNs() {
 
 }  // namespace
 
-Result<FsVolume> OpenFsVolume(const std::string& meta_url, bool read_only, StoreAccess store) {
+Result<FsVolume> OpenFsVolume(const std::string& meta_url, bool read_only, StoreAccess store,
+                              meta::MetaOpenOptions mo) {
   FsVolume v;
-  meta::MetaOpenOptions mo;
   mo.read_only = read_only;
   FOLIO_ASSIGN_OR_RETURN(v.meta, meta::OpenMetaEngine(meta_url, mo));
   FOLIO_ASSIGN_OR_RETURN(std::optional<meta::FormatRecord> f, fs::ReadFormat(v.meta.get()));

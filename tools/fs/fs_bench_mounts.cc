@@ -99,7 +99,7 @@ Result<std::unique_ptr<BenchMount>> BenchMount::Folio(const std::string& folio_b
   FOLIO_RETURN_IF_ERROR(RunChild(format, log));
   std::vector<std::string> mount = {folio_binary, "fs", "mount", meta, mnt,
                                     "--cache", std::to_string(cache_bytes >> 20) + "M",
-                                    "--daemon", "--log", log};
+                                    "--daemon", "--log", log, "-o", "meta_sync=fsync"};
   FOLIO_RETURN_IF_ERROR(RunChild(mount, log));
   Result<fuse::MountEntry> m = fuse::FindFuseMount(mnt);
   if (!m.ok() || m->pid <= 0) {

@@ -49,6 +49,10 @@ struct FsMountConfig {
   double entry_timeout_s = 1.0;
   double attr_timeout_s = 1.0;
   bool writeback_cache = false;
+  // -o meta_sync=each (true): every metadata operation is durable when it returns;
+  // -o meta_sync=fsync (false): durable at fsync / fsyncdir / unmount and every meta_commit_ms.
+  bool meta_sync_each = true;
+  uint64_t meta_commit_ms = 5000;  // -o meta_commit=S
   bool debug = false;
 };
 int RunFsMount(const FsMountConfig& c);

@@ -120,7 +120,7 @@ int RunFormat(const FsArgs& a) {
 }
 
 // -o options: ro, rw, allow_other, noatime, relatime, strictatime, writeback_cache,
-// entry_timeout=S, attr_timeout=S.
+// entry_timeout=S, attr_timeout=S, meta_sync=each|fsync, meta_commit=S.
 Status ApplyMountOptions(const std::vector<std::string>& groups, FsMountConfig* c) {
   for (const std::string& group : groups) {
     std::stringstream in(group);
@@ -136,6 +136,22 @@ Status ApplyMountOptions(const std::vector<std::string>& groups, FsMountConfig* 
       else if (key == "relatime") c->atime = fs::AtimeMode::kRelatime;
       else if (key == "strictatime") c->atime = fs::AtimeMode::kStrict;
       else if (key == "writeback_cache") c->writeback_cache = true;
+      else if (key == "meta_sync") {
+        if (value != "each" && value != "fsync") {
+          return Status::InvalidArgument("-o " + o +
+                                         ": use meta_sync=each (every metadata operation durable "
+                                         "when it returns) or meta_sync=fsync (durable at fsync)");
+        }
+        c->meta_sync_each = value == "each";
+      } else if (key == "meta_commit") {
+        char* end = nullptr;
+        const double v = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0' || v < 0.1 || v > 3600) {
+          return Status::InvalidArgument("-o " + o +
+                                         ": give seconds from 0.1 to 3600 (e.g. meta_commit=5)");
+        }
+        c->meta_commit_ms = static_cast<uint64_t>(v * 1000);
+      }
       else if (key == "entry_timeout" || key == "attr_timeout") {
         char* end = nullptr;
         const double v = std::strtod(value.c_str(), &end);
@@ -148,7 +164,8 @@ Status ApplyMountOptions(const std::vector<std::string>& groups, FsMountConfig* 
         return Status::InvalidArgument(
             "-o " + o +
             ": unknown mount option; use ro, rw, allow_other, noatime, relatime, strictatime, "
-            "writeback_cache, entry_timeout=S, attr_timeout=S");
+            "writeback_cache, entry_timeout=S, attr_timeout=S, meta_sync=each|fsync, "
+            "meta_commit=S");
       }
     }
   }
@@ -355,7 +372,10 @@ Command AddFsCommand(CLI::App& root) {
   mount->add_option("--threads", a->threads, "FUSE worker threads (default 16)");
   mount->add_option("-o", a->options,
                     "Mount options: ro, allow_other (default when root), noatime, relatime, "
-                    "strictatime, writeback_cache, entry_timeout=S, attr_timeout=S");
+                    "strictatime, writeback_cache, entry_timeout=S, attr_timeout=S, "
+                    "meta_sync=each|fsync (default each: every metadata operation durable when "
+                    "it returns; fsync: at fsync, fsyncdir, unmount and every meta_commit=S "
+                    "seconds, default 5, as ext4)");
   mount->add_flag("--debug", a->debug, "Print every FUSE request (libfuse's debug log)");
 
   CLI::App* umount = fs->add_subcommand("umount", "Unmount a volume and wait until its data "

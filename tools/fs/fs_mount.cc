@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "base/progress.h"
 #include "base/units.h"
 #include "cli/cli_util.h"
 #include "fs/fs_cli.h"
@@ -62,7 +63,10 @@ struct MountState {
 
 Status OpenAll(const FsMountConfig& c, MountState* st) {
   // The engine is opened read-write even for -o ro: the session record is written.
-  FOLIO_ASSIGN_OR_RETURN(st->volume, OpenFsVolume(c.meta_url, /*read_only=*/false));
+  meta::MetaOpenOptions mo;
+  mo.sqlite_synchronous = c.meta_sync_each ? "full" : "normal";
+  FOLIO_ASSIGN_OR_RETURN(st->volume,
+                         OpenFsVolume(c.meta_url, /*read_only=*/false, StoreAccess::kOpen, mo));
   PageCacheOptions po;
   po.memory_bytes = c.cache_bytes;
   po.policy = c.policy;
@@ -73,6 +77,7 @@ Status OpenAll(const FsMountConfig& c, MountState* st) {
   fo.read_only = c.read_only;
   fo.policy = c.policy;
   fo.atime = c.atime;
+  fo.meta_sync_interval_ms = c.meta_commit_ms;
   FOLIO_ASSIGN_OR_RETURN(st->fs, fs::FileSystem::Mount(st->volume.meta.get(),
                                                        st->volume.store.get(), st->cache.get(),
                                                        fo));
@@ -86,7 +91,10 @@ Status OpenAll(const FsMountConfig& c, MountState* st) {
 std::string ServingMessage(const FsMountConfig& c, const meta::FormatRecord& f) {
   return "volume '" + f.name + "' mounted at " + c.mountpoint + " (pid " +
          std::to_string(getpid()) + ", " + (c.read_only ? "read-only, " : "") + "policy " +
-         c.policy.ToString() + ", cache " + FormatSize(c.cache_bytes) + ", store " +
+         c.policy.ToString() + ", cache " + FormatSize(c.cache_bytes) +
+         (c.meta_sync_each ? "" : ", metadata durable at fsync and every " +
+                                      FormatElapsed(c.meta_commit_ms)) +
+         ", store " +
          f.store_url + "); stop with Ctrl-C or 'folio fs umount " + c.mountpoint + "'";
 }
 

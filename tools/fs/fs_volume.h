@@ -27,7 +27,9 @@ enum class StoreAccess {
 // Opens the engine at meta_url, reads its format record and (kOpen) opens the store it names.
 // Errors: InvalidArgument for a bad URL or a database without a volume (naming `folio fs
 // format`), NotSupported for a newer format, the store's errors naming the volume.
+// meta_options: how the engine is opened (read_only is taken from the argument).
 Result<FsVolume> OpenFsVolume(const std::string& meta_url, bool read_only,
-                              StoreAccess store = StoreAccess::kOpen);
+                              StoreAccess store = StoreAccess::kOpen,
+                              meta::MetaOpenOptions meta_options = {});
 
 }  // namespace folio::cli
