@@ -139,11 +139,18 @@ Target MountModel::PickTarget(int existing_percent) {
 
 void MountModel::Mount() {
   std::vector<std::string> args = {"--cache", "64M"};
+  std::string options;
   if (Chance(30)) {
-    args.insert(args.end(), {"-o", "writeback_cache"});
+    options = "writeback_cache";
     counts.writeback_mounts++;
   }
-  Note("mount" + std::string(args.size() > 2 ? " -o writeback_cache" : ""));
+  // The kill -9 contract is the same: the WAL is in the kernel's page cache either way.
+  if (Chance(50)) {
+    options += std::string(options.empty() ? "" : ",") + "meta_sync=fsync";
+    counts.meta_sync_fsync_mounts++;
+  }
+  if (!options.empty()) args.insert(args.end(), {"-o", options});
+  Note("mount" + (options.empty() ? std::string() : " -o " + options));
   Status s = mount_->Start(args);
   ASSERT_TRUE(s.ok()) << s.ToString();
 }

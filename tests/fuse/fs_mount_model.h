@@ -55,7 +55,8 @@ struct Target {
 // What a run did, for its summary line.
 struct Counts {
   std::map<std::string, uint64_t> ops;
-  uint64_t errors_expected = 0, remounts = 0, crashes = 0, fsck_runs = 0, writeback_mounts = 0;
+  uint64_t errors_expected = 0, remounts = 0, crashes = 0, fsck_runs = 0, writeback_mounts = 0,
+           meta_sync_fsync_mounts = 0;
 };
 
 // One run: the volume (in a temp dir removed when the run passes), its mount, the reference

@@ -9,7 +9,8 @@
 // readlink, chmod, user.* xattrs (set with XATTR_CREATE / XATTR_REPLACE, get, list, remove),
 // readdir (names and d_type), fstat, fallocate (allocate, keep size, punch hole, zero range),
 // copy_file_range, fsync / fdatasync, close, pauses (the mount's background commits run);
-// paths through a missing name, a file or a dangling symlink. Mounts use the default options or, at random, writeback_cache.
+// paths through a missing name, a file or a dangling symlink. Mounts use the default options
+// or, at random, writeback_cache and meta_sync=fsync.
 //
 // Periodically: a clean remount (close every fd, `folio fs umount`, the server exits 0, `folio
 // fs fsck` clean, mount, the whole tree compared exactly: names, d_type, types, modes, nlink,
@@ -441,12 +442,13 @@ TEST(FsMountModelTest, RandomSyscallsThroughTheMountWithRemountsAndKill9) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("fs mount model: %llu operations in %.1f s (%s), %llu of them expecting an error; "
               "%llu clean remounts, %llu kill -9 crashes, %llu mounts with writeback_cache, %llu "
-              "fsck runs, all clean\n",
+              "with meta_sync=fsync, %llu fsck runs, all clean\n",
               static_cast<unsigned long long>(total), secs, per_op.substr(1).c_str(),
               static_cast<unsigned long long>(m.counts.errors_expected),
               static_cast<unsigned long long>(m.counts.remounts),
               static_cast<unsigned long long>(m.counts.crashes),
               static_cast<unsigned long long>(m.counts.writeback_mounts),
+              static_cast<unsigned long long>(m.counts.meta_sync_fsync_mounts),
               static_cast<unsigned long long>(m.counts.fsck_runs));
 }
 
