@@ -140,7 +140,9 @@ Target MountModel::PickTarget(int existing_percent) {
 void MountModel::Mount() {
   std::vector<std::string> args = {"--cache", "64M"};
   std::string options;
-  if (Chance(30)) {
+  crashed_writeback_ = writeback_;  // the compare after this mount judges the previous one
+  writeback_ = Chance(30);
+  if (writeback_) {
     options = "writeback_cache";
     counts.writeback_mounts++;
   }
@@ -263,7 +265,7 @@ void MountModel::CompareContent(uint64_t id, const std::string& path, bool crash
         << path << ": content differs first at byte " << (diff.first - got.begin());
     return;
   }
-  const std::string problem = RefTree::CrashContentProblem(n, got);
+  const std::string problem = RefTree::CrashContentProblem(n, got, crashed_writeback_);
   ASSERT_EQ(problem, "") << path << " (node " << id << ") after kill -9 (" << n.since.size()
                          << " writes since its last fsync)";
   n.data = got;

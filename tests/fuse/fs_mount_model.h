@@ -130,6 +130,8 @@ class MountModel {
   void CompareXattrs(const RefNode& n, const std::string& path);
 
   std::mt19937_64 rng_;
+  bool writeback_ = false;          // the current mount has writeback_cache
+  bool crashed_writeback_ = false;  // the mount before it had (what a crash compare judges)
   const std::string folio_;
   std::string tmp_, meta_, mnt_;
   std::unique_ptr<MountChild> mount_;

@@ -23,7 +23,11 @@
 // file fsynced after its last change reads exactly as then; any other file reads without an
 // error, its size is one it had since its last fsync (a truncate commits its size), and each
 // byte is its value at the last fsync (zero past the size then) or one some write since put
-// there (fallocate's punched, zeroed and allocated ranges are writes of zeros).
+// there (fallocate's punched, zeroed and allocated ranges are writes of zeros). On a mount
+// with writeback_cache the kernel holds writes it has not sent yet, which the kill -9 loses,
+// while a fallocate or truncate it did send may have set the server's size in between (the
+// kernel sends no data before a fallocate that allocates): the size is then only checked to
+// lie between the smallest and the largest the file had since its last fsync.
 //
 // FOLIO_SEED picks the seed, FOLIO_MODEL_OPS the number of operations (default 2500),
 // FOLIO_MODEL_SECONDS the time after which no more are started (default 90), FOLIO_MODEL_TRACE=1

@@ -124,7 +124,9 @@ class RefTree {
     n.sizes = {n.data.size()};
   }
   // After a kill -9: empty when `got` is content the file may hold, else what is wrong.
-  static std::string CrashContentProblem(const RefNode& n, const std::string& got);
+  // kernel_cached: the crashed mount had writeback_cache (the size is only bounded).
+  static std::string CrashContentProblem(const RefNode& n, const std::string& got,
+                                         bool kernel_cached);
 
  private:
   uint64_t next_ = 2;
@@ -177,8 +179,11 @@ inline void RefTree::ApplyRename(uint64_t d1, const std::string& n1, uint64_t d2
   move_dir(src, d1, d2, n2);
 }
 
-inline std::string RefTree::CrashContentProblem(const RefNode& n, const std::string& got) {
-  if (n.sizes.count(got.size()) == 0) {
+inline std::string RefTree::CrashContentProblem(const RefNode& n, const std::string& got,
+                                               bool kernel_cached) {
+  const bool size_ok = kernel_cached ? got.size() >= *n.sizes.begin() && got.size() <= *n.sizes.rbegin()
+                                     : n.sizes.count(got.size()) != 0;
+  if (!size_ok) {
     std::string held;
     for (uint64_t s : n.sizes) held += " " + std::to_string(s);
     return "size " + std::to_string(got.size()) + " is none the file had since its last fsync:" +
