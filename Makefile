@@ -4,6 +4,8 @@
 JOBS ?= $(shell nproc)
 CACHE ?= 1G
 BENCH_ARGS ?=
+RESYNC_ARGS ?= --model hdd --size 128M
+FS_BENCH_ARGS ?=
 
 .PHONY: all deps release debug tsan run test test-debug test-tsan test-arm64 test-arm64-ci fuzz bench clean
 
@@ -33,9 +35,18 @@ tsan: deps build/tsan/build.ninja
 	cmake --preset tsan >/dev/null
 	ninja -C build/tsan -j$(JOBS) concurrency_tests
 
-# The main job: the large-folio experiment, every engine side by side on a temp file.
+# The main job: Folio's three findings in turn, each printing its table (README, "make run"):
+#   1. the large-folio experiment, every engine side by side on a temp file
+#   2. the md raid5 stripe-unit experiment: a RAID 5 resynced at each stripe unit, its members
+#      behind the spinning-disk latency model
+#   3. Folio FS (SQLite metadata, a dir: store) against ext4 and passthrough_ll
 run: release
+	@echo "== 1/3 the large-folio experiment: folio bench bench/seed-large-folio.fio"
 	build/release/folio bench --cache $(CACHE) $(BENCH_ARGS) bench/seed-large-folio.fio
+	@echo "== 2/3 RAID 5 resync per stripe unit: folio raid resync-bench"
+	build/release/folio raid resync-bench $(RESYNC_ARGS)
+	@echo "== 3/3 Folio FS against ext4 and passthrough_ll: folio fs bench"
+	build/release/folio fs bench $(FS_BENCH_ARGS)
 
 test: deps
 	$(MAKE) test-debug
