@@ -60,8 +60,17 @@ Status DataPath::FreeInode(InodeId ino, uint64_t key) {
 Status DataPath::ReleaseSustained(const std::shared_ptr<FileData>& data) {
   const InodeId ino = data->ino();
   data->Discard();
+  // The inode goes on the deletion queue in the same transaction: a crash before FreeInode
+  // below leaves it queued (the next mount frees it), never unlinked with nothing holding it.
+  uint64_t key = 0;
   Status s = ctx_.meta->Transact("release", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
-    return t.RemoveSustained(ctx_.session, ino);
+    FOLIO_RETURN_IF_ERROR(t.RemoveSustained(ctx_.session, ino));
+    meta::Deletion d;
+    d.kind = meta::DeletionKind::kInode;
+    d.id = Raw(ino);
+    d.not_before_ns = WallNs();
+    FOLIO_ASSIGN_OR_RETURN(key, t.QueueDeletion(d));
+    return Status::OK();
   });
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -70,7 +79,7 @@ Status DataPath::ReleaseSustained(const std::shared_ptr<FileData>& data) {
     if (it != files_.end() && it->second == data && data->opens == 0) files_.erase(it);
   }
   if (!s.ok()) return s;
-  return FreeInode(ino, 0);
+  return FreeInode(ino, key);
 }
 
 Status DataPath::RunDeletions(int64_t now_ns) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fs/fs_test_util.h"
+#include "fs/fsck.h"
 #include "fs/store/object_key.h"
 
 namespace folio::fs {
@@ -289,6 +290,28 @@ TEST_F(DataTest, FsyncOfASmallFileIsDurableInAPack) {
   EXPECT_EQ(Chunk(*ino, 0)[0].kind, meta::SliceKind::kPacked);
   ASSERT_TRUE(vol_.CrashAndRemount().ok());
   EXPECT_EQ(*ReadFile(fs(), *ino), content);
+}
+
+// The last close of a file unlinked while open frees it in a transaction of its own; when that
+// one fails (a crash between the two), the inode must still be queued for deletion, not left
+// with no link and nothing holding it (fsck: "no link and no holder"; found by the mount model
+// test after a kill -9).
+TEST_F(DataTest, LastCloseOfAnUnlinkedFileLeavesItQueuedWhenTheFreeFails) {
+  Result<InodeId> ino = WriteFile(fs(), kRootInode, "f", Pattern(100000, 12));
+  ASSERT_TRUE(ino.ok());
+  FileSystem::Opened o = OpenRw(*ino);
+  ASSERT_TRUE(fs()->Unlink(Cred::Root(), kRootInode, "f").ok());
+  vol_.fault()->Arm({"free_inode"}, 0);
+  (void)fs()->Release(o.fh);  // the free fails: its error may or may not reach the close
+  EXPECT_TRUE(vol_.fault()->fired());
+  vol_.fault()->Disarm();
+  Result<FsckReport> r = Fsck(vol_.meta(), vol_.store(), FsckOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::string problems;
+  for (const std::string& p : r->problems) problems += "\n  " + p;
+  EXPECT_TRUE(r->clean()) << problems;
+  ASSERT_TRUE(fs()->RunMaintenance().ok());  // the queue frees it now
+  EXPECT_EQ(fs()->GetAttr(*ino).status().ToErrno(), ENOENT);
 }
 
 TEST_F(DataTest, UnlinkWhileOpenKeepsDataUntilLastClose) {
