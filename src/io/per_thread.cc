@@ -53,7 +53,10 @@ thread_local ThreadSlots t_slots;
 
 // Thread exit: detach and destroy this thread's states of live registries.
 ThreadSlots::~ThreadSlots() {
-  for (auto& [id, e] : entries) {
+  // Named, not a structured binding: the lambda below uses it (clang 14, the fuzz build's
+  // compiler, cannot capture structured bindings).
+  for (auto& kv : entries) {
+    const Entry& e = kv.second;
     RegistryAnchor* anchor = e.anchor.get();
     std::unique_ptr<ThreadState> doomed;
     {
