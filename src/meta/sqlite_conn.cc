@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 namespace folio::meta {
 
 SqliteStmt::~SqliteStmt() {
@@ -69,13 +71,17 @@ SqliteConn::~SqliteConn() {
 }
 
 Status SqliteConn::Exec(const char* sql) {
+  if (std::strchr(sql, ';') == nullptr) {
+    FOLIO_ASSIGN_OR_RETURN(SqliteStmt stmt, Prepare(sql));
+    return stmt.Run();
+  }
   const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK) return Error(rc, sql);
   return Status::OK();
 }
 
 Result<SqliteStmt> SqliteConn::Prepare(std::string_view sql) {
-  auto it = stmts_.find(std::string(sql));
+  auto it = stmts_.find(sql);
   if (it == stmts_.end()) {
     sqlite3_stmt* stmt = nullptr;
     const int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),

@@ -62,7 +62,9 @@ class SqliteConn {
   SqliteConn(const SqliteConn&) = delete;
   SqliteConn& operator=(const SqliteConn&) = delete;
 
-  // Runs SQL that returns no rows (several statements allowed).
+  // Runs SQL that returns no rows (several statements allowed, separated by ';'). A single
+  // statement (BEGIN, COMMIT, SAVEPOINT ...: every transaction runs several) goes through the
+  // statement cache: parsing it again each time was a fifth of a lookup's CPU.
   Status Exec(const char* sql);
   // The cached statement for `sql` (prepared on first use).
   Result<SqliteStmt> Prepare(std::string_view sql);
@@ -87,7 +89,12 @@ class SqliteConn {
 
   sqlite3* db_;
   std::string url_;
-  std::unordered_map<std::string, sqlite3_stmt*> stmts_;
+  // Looked up by string_view (no std::string built per statement).
+  struct SqlHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, sqlite3_stmt*, SqlHash, std::equal_to<>> stmts_;
   uint64_t busy_results_ = 0;
 };
 
