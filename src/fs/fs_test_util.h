@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -147,15 +148,7 @@ class TestVolume {
   // kDevFault: the device loses its unflushed writes (mode) first, so nothing the file system
   // does after the crash point reaches it.
   Status CrashAndRemount(CrashMode mode = CrashMode::kDropUnflushed, uint64_t seed = 0) {
-    if (crash_) crash_->Crash(mode, seed);
-    fs_->CrashForTesting();
-    fs_.reset();
-    CloseEngines();
-    if (crash_) {
-      crash_->ClearFailures();
-      crash_->Restart();
-    }
-    return Mount();
+    return Crash(mode, seed, /*power_loss=*/false);
   }
 
   // Simulated power cut (REQUIRES options().power_loss): the metadata keeps only what SQLite
@@ -163,18 +156,8 @@ class TestVolume {
   // its unflushed writes (or a random subset) too. A dir: store's puts are durable (fsynced)
   // and its deletes may come back, which only leaves garbage.
   Status PowerLossAndRemount(uint64_t seed = 0) {
-    if (crash_) crash_->Crash(seed == 0 ? CrashMode::kDropUnflushed : CrashMode::kRandomSubset, seed);
-    fs_->CrashForTesting();
-    fs_.reset();
-    const std::string db = dir_.path() + "/meta.db";
-    auto image = meta::test::PowerLossVfs::Get().Image(db, seed);
-    CloseEngines();  // closing checkpoints: what a power cut would not let happen
-    FOLIO_RETURN_IF_ERROR(meta::test::PowerLossVfs::Get().WriteImage(db, image));
-    if (crash_) {
-      crash_->ClearFailures();
-      crash_->Restart();
-    }
-    return Mount();
+    return Crash(seed == 0 ? CrashMode::kDropUnflushed : CrashMode::kRandomSubset, seed,
+                 /*power_loss=*/true);
   }
 
   FileSystem* fs() const { return fs_.get(); }
@@ -202,6 +185,24 @@ class TestVolume {
       FOLIO_ASSIGN_OR_RETURN(cache_, PageCache::Create(po));
     }
     return Status::OK();
+  }
+  // Both crashes: the device drops what it would (mode, seed), the file system stops without
+  // committing, the engines close and reopen; with power_loss the SQLite files are replaced
+  // first by what a power cut would have left of them.
+  Status Crash(CrashMode mode, uint64_t seed, bool power_loss) {
+    if (crash_) crash_->Crash(mode, seed);
+    fs_->CrashForTesting();
+    fs_.reset();
+    const std::string db = dir_.path() + "/meta.db";
+    std::map<std::string, std::string> image;
+    if (power_loss) image = meta::test::PowerLossVfs::Get().Image(db, seed);
+    CloseEngines();  // closing checkpoints: what a power cut would not let happen
+    if (power_loss) FOLIO_RETURN_IF_ERROR(meta::test::PowerLossVfs::Get().WriteImage(db, image));
+    if (crash_) {
+      crash_->ClearFailures();
+      crash_->Restart();
+    }
+    return Mount();
   }
   void CloseEngines() {
     store_.reset();

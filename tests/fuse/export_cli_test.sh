@@ -42,13 +42,7 @@ start_export() {
   mkdir -p "$dir"
   "$FOLIO_BIN" export --mount "$dir" "$@" 2>"$log" &
   EXPORTER=$!
-  for _ in $(seq 1 300); do
-    [ -r "$dir/.stats" ] && return 0
-    kill -0 "$EXPORTER" 2>/dev/null || { cat "$log"; return 1; }
-    sleep 0.1
-  done
-  cat "$log"
-  return 1
+  wait_stats "$dir" "$EXPORTER" "$log"
 }
 
 # stop_export DIR: `folio export --unmount DIR`, then reaps the exporter; returns its status.

@@ -69,6 +69,19 @@ fio_verify_fsynced() {
     --size="$2" --verify=crc32c --verify_only --verify_state_save=0 >/dev/null
 }
 
+# wait_stats DIR PID LOG: waits until DIR/.stats is readable (the server is up); fails, printing
+# LOG, when process PID exits first or after 30 s.
+wait_stats() {
+  local dir=$1 pid=$2 log=$3
+  for _ in $(seq 1 300); do
+    [ -r "$dir/.stats" ] && return 0
+    kill -0 "$pid" 2>/dev/null || { cat "$log"; return 1; }
+    sleep 0.1
+  done
+  cat "$log"
+  return 1
+}
+
 # start_mount META DIR LOG ARGS...: `folio fs mount META DIR ARGS` in the background (its pid in
 # MOUNTER), waits until DIR/.stats is readable; on failure prints LOG.
 start_mount() {
@@ -77,13 +90,7 @@ start_mount() {
   mkdir -p "$dir"
   "$FOLIO" fs mount "$meta" "$dir" "$@" 2>"$log" &
   MOUNTER=$!
-  for _ in $(seq 1 300); do
-    [ -r "$dir/.stats" ] && return 0
-    kill -0 "$MOUNTER" 2>/dev/null || { cat "$log"; return 1; }
-    sleep 0.1
-  done
-  cat "$log"
-  return 1
+  wait_stats "$dir" "$MOUNTER" "$log"
 }
 
 # stop_mount DIR: `folio fs umount DIR`, then reaps the mount process; returns its status.

@@ -52,7 +52,7 @@ struct FsMountConfig {
   // -o meta_sync=each (true): every metadata operation is durable when it returns;
   // -o meta_sync=fsync (false): durable at fsync / fsyncdir / unmount and every meta_commit_ms.
   bool meta_sync_each = true;
-  uint64_t meta_commit_ms = 5000;  // -o meta_commit=S
+  uint64_t meta_commit_ms = fs::FsOptions{}.meta_sync_interval_ms;  // -o meta_commit=S
   bool debug = false;
 };
 int RunFsMount(const FsMountConfig& c);
