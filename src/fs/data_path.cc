@@ -48,8 +48,9 @@ Result<meta::SliceId> DataPath::NewSliceId() {
   return meta::SliceId{next_slice_++};
 }
 
-Result<std::shared_ptr<FileData>> DataPath::Open(const meta::Inode& inode,
-                                                 const FolioPolicy& policy, bool* keep_cache) {
+Result<std::shared_ptr<FileData>> DataPath::Open(meta::Inode* seen, const FolioPolicy& policy,
+                                                 bool* keep_cache) {
+  const meta::Inode& inode = *seen;
   std::shared_ptr<FileData> data;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -64,16 +65,13 @@ Result<std::shared_ptr<FileData>> DataPath::Open(const meta::Inode& inode,
     }
   }
   if (data) {
-    *keep_cache = true;
-    if (data->ChangedElsewhere(inode) && !data->Dirty()) {
-      // Another mount wrote it since this one looked (close-to-open): drop the cached pages.
-      *keep_cache = false;
-      Status s = data->Refresh(inode);
-      if (!s.ok()) {
-        (void)Close(data);
-        return s;
-      }
+    // Another mount wrote it since this one looked (close-to-open): the cached pages go.
+    Result<bool> dropped = data->Revalidate(seen);
+    if (!dropped.ok()) {
+      (void)Close(data);
+      return dropped.status();
     }
+    *keep_cache = !*dropped;
     return data;
   }
   *keep_cache = false;
@@ -193,7 +191,8 @@ Status DataPath::Truncate(const Cred& cred, const meta::Inode& inode, uint64_t s
   std::shared_ptr<FileData> data = Find(inode.ino);
   const FolioPolicy policy = data ? data->policy() : ctx_.options.policy;
   bool keep_cache;
-  FOLIO_ASSIGN_OR_RETURN(data, Open(inode, policy, &keep_cache));
+  meta::Inode seen = inode;
+  FOLIO_ASSIGN_OR_RETURN(data, Open(&seen, policy, &keep_cache));
   Status s = data->Truncate(size, cred);
   Status c = Close(data);
   return s.ok() ? c : s;

@@ -75,8 +75,9 @@ class DataPath {
 
   // Opens the data of a regular file for one more handle, creating its FileData or reusing a
   // cached one; *keep_cache is true when nobody else changed the file since this mount last
-  // saw it (the kernel may keep its cached pages).
-  Result<std::shared_ptr<FileData>> Open(const meta::Inode& inode, const FolioPolicy& policy,
+  // saw it (the kernel may keep its cached pages). *seen is the metadata's inode as the caller
+  // read it; a newer read replaces it (FileData::Revalidate).
+  Result<std::shared_ptr<FileData>> Open(meta::Inode* seen, const FolioPolicy& policy,
                                          bool* keep_cache);
   // The last close of one handle.
   Status Close(const std::shared_ptr<FileData>& data);

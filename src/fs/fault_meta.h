@@ -2,13 +2,18 @@
 // point: armed for the next write transaction whose op is in a set, it makes the k-th Txn call
 // of that transaction fail with IOError, so the engine rolls everything fn wrote back. The fs
 // layer's operation must then fail and leave no trace (atomicity), which the model test checks.
+// AfterNext runs a test's callback right after a named transaction, to order a race.
 //
-// Thread safety: as the wrapped engine; arming is for one thread driving the test.
+// Thread safety: as the wrapped engine; arming is for one thread driving the test (AfterNext
+// may be called while other threads run transactions).
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "meta/meta_engine.h"
 
@@ -242,8 +247,35 @@ class FaultMetaEngine final : public meta::MetaEngine {
   // Whether a transaction failed by injection since the last Arm.
   bool fired() const { return fired_; }
 
+  // Runs then() once, right after the next transaction named `op` (of any mode) returns, on
+  // the thread that ran it: a test puts another event between a read and what its caller does
+  // with what it read.
+  void AfterNext(std::string op, std::function<void()> then) {
+    std::lock_guard<std::mutex> lock(after_mu_);
+    after_op_ = std::move(op);
+    after_ = std::move(then);
+  }
+
   Status Transact(std::string_view op, meta::TxnMode mode,
                   const std::function<Status(meta::Txn&)>& fn) override {
+    Status s = TransactInner(op, mode, fn);
+    std::function<void()> then;
+    {
+      std::lock_guard<std::mutex> lock(after_mu_);
+      if (after_ && op == after_op_) then = std::exchange(after_, nullptr);
+    }
+    if (then) then();
+    return s;
+  }
+  Result<uint64_t> AllocateIds(meta::Counter c, uint64_t n) override { return inner_->AllocateIds(c, n); }
+  Status Init(InitMode mode) override { return inner_->Init(mode); }
+  Status Sync() override { return inner_->Sync(); }
+  meta::MetaStats Stats() const override { return inner_->Stats(); }
+  std::string url() const override { return inner_->url(); }
+
+ private:
+  Status TransactInner(std::string_view op, meta::TxnMode mode,
+                       const std::function<Status(meta::Txn&)>& fn) {
     if (!armed_ || mode != meta::TxnMode::kWrite || ops_.count(std::string(op)) == 0) {
       return inner_->Transact(op, mode, fn);
     }
@@ -259,14 +291,11 @@ class FaultMetaEngine final : public meta::MetaEngine {
     fired_ = failed;
     return s;
   }
-  Result<uint64_t> AllocateIds(meta::Counter c, uint64_t n) override { return inner_->AllocateIds(c, n); }
-  Status Init(InitMode mode) override { return inner_->Init(mode); }
-  Status Sync() override { return inner_->Sync(); }
-  meta::MetaStats Stats() const override { return inner_->Stats(); }
-  std::string url() const override { return inner_->url(); }
 
- private:
   meta::MetaEngine* const inner_;
+  std::mutex after_mu_;
+  std::string after_op_;
+  std::function<void()> after_;
   std::set<std::string> ops_;
   int fail_at_ = 0;
   bool armed_ = false;

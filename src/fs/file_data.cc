@@ -192,6 +192,17 @@ void FileData::AddWrittenPages(cache::PageRangeSet* pages) const {
 
 void FileData::Overlay(meta::Inode* inode) const {
   std::lock_guard<std::mutex> lock(mu_);
+  // An inode read before a commit of this mount landed (the background commit of a file just
+  // closed) is older than what that commit put, whose ctime it has not reached: answer with
+  // what this mount committed, not the size and times from before.
+  if (inode->ctime_ns < view_.base.ctime_ns) {
+    inode->size_bytes = view_.base.size_bytes;
+    inode->mtime_ns = view_.base.mtime_ns;
+    inode->ctime_ns = view_.base.ctime_ns;
+    inode->atime_ns = view_.base.atime_ns;
+    inode->mode = view_.base.mode;
+    inode->flags |= view_.base.flags & meta::kInodeFlagSparse;
+  }
   if (view_.sparse_dirty) inode->flags |= meta::kInodeFlagSparse;
   if (view_.size_dirty) inode->size_bytes = view_.size;
   if (view_.times_dirty) {
@@ -238,12 +249,25 @@ bool FileData::ChangedElsewhere(const meta::Inode& inode) const {
          inode.ctime_ns < view_.base.ctime_ns;
 }
 
-Status FileData::Refresh(const meta::Inode& inode) {
+Result<bool> FileData::Revalidate(meta::Inode* seen) {
+  if (!ChangedElsewhere(*seen) || Dirty()) return false;
   std::unique_lock<std::shared_mutex> io(io_);
+  // No write of this mount starts now, and with nothing dirty none is committing: base holds
+  // everything this mount committed, so a fresh read differs from it only by another mount.
+  if (Dirty()) return false;
+  meta::Inode now;
+  FOLIO_RETURN_IF_ERROR(dp_->ctx().meta->Transact("revalidate", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
+    FOLIO_ASSIGN_OR_RETURN(now, GetInodeOrEnoent(t, ino_));
+    return Status::OK();
+  }));
+  *seen = now;
+  if (!ChangedElsewhere(now)) return false;
+  if (now.size_bytes > capacity_) FOLIO_RETURN_IF_ERROR(Regrow(now.size_bytes));
   FOLIO_RETURN_IF_ERROR(as_->Invalidate(0, capacity_));
   dev_->DropCommittedCache();
-  AdoptAttrs(inode);
-  return as_->Truncate(inode.size_bytes);
+  AdoptAttrs(now);
+  FOLIO_RETURN_IF_ERROR(as_->Truncate(now.size_bytes));
+  return true;
 }
 
 void FileData::SetPolicy(const FolioPolicy& policy) {

@@ -69,6 +69,9 @@ class FileData final : public InodeDevice::Owner,
   void Discard();
 
   // ---- Attributes ------------------------------------------------------------------------
+  // Puts this mount's view into an inode read from the metadata: its uncommitted size, times
+  // and mode, and, when the inode was read before a commit of this mount landed (its ctime is
+  // older than the one this mount last committed), what that commit put.
   void Overlay(meta::Inode* inode) const;
   // For a file that may have holes (kInodeFlagSparse, committed or not): adds the pages this
   // mount wrote since it became sparse (committed or not yet) to *pages, in 4 KiB file pages.
@@ -79,11 +82,14 @@ class FileData final : public InodeDevice::Owner,
   uint64_t size() const;
   bool Dirty() const;
   uint64_t dirty_since_ns() const;
-  // Whether the metadata's inode differs from what this mount last committed or read (another
-  // mount wrote the file): then cached pages must go.
-  bool ChangedElsewhere(const meta::Inode& inode) const;
-  // Drops cached pages and slice lists and adopts the metadata's inode (close-to-open).
-  Status Refresh(const meta::Inode& inode);
+  // Close-to-open at an open of this cached file: *seen is the metadata's inode as the open
+  // read it. When the metadata holds another version than this mount last committed or read
+  // (another mount wrote the file) and this mount has nothing uncommitted, drops the cached
+  // pages and slice lists and adopts it; returns whether it did. *seen may predate a commit of
+  // this mount that landed after it was read (the background commit of a file just closed),
+  // so a difference is checked again on a fresh read under the exclusive lock, which then
+  // replaces *seen.
+  Result<bool> Revalidate(meta::Inode* seen);
   std::unique_lock<std::shared_mutex> LockExclusive() { return std::unique_lock(io_); }
   void SetPolicy(const FolioPolicy& policy);
   FolioPolicy policy() const;
@@ -124,6 +130,8 @@ class FileData final : public InodeDevice::Owner,
   void PackFailed(const Status& error);
 
  private:
+  // Whether `inode` differs from what this mount last committed or read.
+  bool ChangedElsewhere(const meta::Inode& inode) const;
   struct View {
     uint64_t size = 0;
     int64_t mtime_ns = 0, ctime_ns = 0, atime_ns = 0;

@@ -49,8 +49,8 @@ Result<FileSystem::Opened> FileSystem::OpenInode(const Cred& cred, const meta::I
   }
   FOLIO_ASSIGN_OR_RETURN(FolioPolicy policy, PolicyOf(inode.ino));
   bool keep_cache = false;
-  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<FileData> data, data_->Open(inode, policy, &keep_cache));
   meta::Inode now = inode;
+  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<FileData> data, data_->Open(&now, policy, &keep_cache));
   if ((flags & O_TRUNC) != 0 && (flags & O_ACCMODE) != O_RDONLY) {
     Status s = data->Truncate(0, cred);
     Result<Attr> after = s.ok() ? GetAttr(inode.ino) : Result<Attr>(s);

@@ -44,12 +44,17 @@ Status FileData::Truncate(uint64_t size, const Cred& cred) {
   // The cache first: dropping its pages past the size waits for their writeback, so no
   // record of them reaches the device after the cut below.
   FOLIO_RETURN_IF_ERROR(as_->Truncate(size));
-  dev_->CutPending(size);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (size > view_.size) MarkSparseLocked();  // [old size, size) is a hole
-  }
-  Status s = TruncateMeta(size, cred);
+  // The metadata is truncated before the device's flush lock is let go: a flush that took the
+  // file's attributes before the cut (the commit of a just-closed file) cannot commit its old
+  // size over the truncate.
+  Status s;
+  dev_->CutPending(size, [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (size > view_.size) MarkSparseLocked();  // [old size, size) is a hole
+    }
+    s = TruncateMeta(size, cred);
+  });
   if (!s.ok()) {
     // The cache and the device are truncated already: keep the file that size here, so the
     // next commit writes it (and a later growth cuts or zeroes what the metadata still has).

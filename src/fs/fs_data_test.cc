@@ -282,6 +282,43 @@ TEST(DataBackgroundTest, SetAttrAfterCloseIsNotUndoneByThePackCommit) {
   }
 }
 
+// An O_TRUNC reopen (or a truncate) right after a close races the closed file's background
+// commit: neither the commit of its stored slices (odd files, past the pack limit) nor its pack
+// entry (even files) may put the size or the data it took at the close back over the
+// truncate. Staggered waits put the reopen on both sides of the commit.
+TEST(DataBackgroundTest, TruncateAfterCloseIsNotUndoneByTheSettleCommit) {
+  test::VolumeOptions o;
+  o.fs.background = true;
+  test::TestVolume vol(o);
+  ASSERT_TRUE(vol.Create().ok());
+  FileSystem* fs = vol.fs();
+  std::vector<InodeId> files;
+  for (int i = 0; i < 20; ++i) {
+    Result<InodeId> ino = WriteFile(fs, kRootInode, "t" + std::to_string(i),
+                                    Pattern(i % 2 != 0 ? 85752 : 3000 + i, 60 + i), false);
+    ASSERT_TRUE(ino.ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(3 * i));
+    Result<FileSystem::Opened> op = fs->Open(Cred::Root(), *ino, O_WRONLY | O_TRUNC);
+    ASSERT_TRUE(op.ok()) << op.status().ToString();
+    EXPECT_EQ(op->attr.inode.size_bytes, 0u) << "file " << i << " at open";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(fs->GetAttr(*ino)->inode.size_bytes, 0u) << "file " << i << " after 20 ms";
+    ASSERT_TRUE(fs->Release(op->fh).ok());
+    files.push_back(*ino);
+  }
+  ASSERT_TRUE(fs->SyncAll().ok());
+  EXPECT_GE(fs->Stats().packed_files, 1u);
+  for (int round = 0; round < 2; ++round) {
+    for (size_t i = 0; i < files.size(); ++i) {
+      EXPECT_EQ(vol.fs()->GetAttr(files[i])->inode.size_bytes, 0u) << "file " << i << " round " << round;
+      Result<std::string> got = ReadFile(vol.fs(), files[i]);
+      ASSERT_TRUE(got.ok());
+      EXPECT_EQ(got->size(), 0u) << "file " << i << " round " << round;
+    }
+    ASSERT_TRUE(vol.Remount().ok());
+  }
+}
+
 TEST_F(DataTest, FsyncOfASmallFileIsDurableInAPack) {
   const std::string content = Pattern(5000, 9);
   Result<InodeId> ino = WriteFile(fs(), kRootInode, "s", content, /*fsync=*/true);
@@ -312,6 +349,61 @@ TEST_F(DataTest, LastCloseOfAnUnlinkedFileLeavesItQueuedWhenTheFreeFails) {
   EXPECT_TRUE(r->clean()) << problems;
   ASSERT_TRUE(fs()->RunMaintenance().ok());  // the queue frees it now
   EXPECT_EQ(fs()->GetAttr(*ino).status().ToErrno(), ENOENT);
+}
+
+// An open reads the inode, then finds the file's cached FileData. A commit of this mount
+// landing in between (the background commit of a file just closed) makes the inode it read
+// older than what this mount committed: that is no change by another mount, so the open must
+// keep the cached pages and the size, not adopt the stale inode (which read 0 of the 59332
+// bytes written in a CI run of fuse_fs_bench, and a later write would commit the stale size).
+TEST_F(DataTest, AnOpenThatReadTheInodeBeforeThisMountsCommitKeepsTheData) {
+  const std::string content = Pattern(59332, 17);
+  Result<FileSystem::Opened> w = fs()->Create(Cred::Root(), kRootInode, "f", 0644, O_RDWR);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  const InodeId ino = w->attr.inode.ino;
+  ASSERT_TRUE(fs()->Write(w->fh, 0, content).ok());
+  vol_.fault()->AfterNext("open", [&] { ASSERT_TRUE(fs()->SyncAll().ok()); });
+  Result<FileSystem::Opened> r = fs()->Open(Cred::Root(), ino, O_RDONLY);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::string got = PRead(r->fh, 0, content.size() + 1);
+  EXPECT_EQ(got.size(), content.size());
+  EXPECT_TRUE(got == content);
+  EXPECT_EQ(fs()->GetAttr(ino)->inode.size_bytes, content.size());
+  ASSERT_TRUE(fs()->Write(w->fh, content.size(), std::string("z")).ok());
+  ASSERT_TRUE(fs()->Release(r->fh).ok());
+  ASSERT_TRUE(fs()->Release(w->fh).ok());
+  ASSERT_TRUE(fs()->SyncAll().ok());
+  ASSERT_TRUE(vol_.Remount().ok());
+  const std::string after = *ReadFile(fs(), ino);
+  EXPECT_EQ(after.size(), content.size() + 1);
+  EXPECT_TRUE(after == content + "z");
+}
+
+// The same race for the attributes a lookup or getattr returns (which the kernel caches for
+// the attribute timeout, and reads stop at its size): an inode read before this mount's commit
+// landed must not be answered with the size and times from before that commit.
+TEST_F(DataTest, AttributesReadBeforeThisMountsCommitAreAnsweredWithTheCommittedOnes) {
+  for (const std::string op : {"getattr", "lookup"}) {
+    const std::string content = Pattern(40000, 23);
+    Result<FileSystem::Opened> w = fs()->Create(Cred::Root(), kRootInode, "f-" + op, 0644, O_RDWR);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    const InodeId ino = w->attr.inode.ino;
+    ASSERT_TRUE(fs()->Write(w->fh, 0, content).ok());
+    vol_.fault()->AfterNext(op, [&] { ASSERT_TRUE(fs()->SyncAll().ok()); });
+    Result<Attr> a = op == "getattr" ? fs()->GetAttr(ino) : fs()->Lookup(Cred::Root(), kRootInode, "f-" + op);
+    ASSERT_TRUE(a.ok()) << op << ": " << a.status().ToString();
+    meta::Inode committed;
+    ASSERT_TRUE(vol_.meta()->Transact("test", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
+      FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Inode> n, t.GetInode(ino));
+      if (n) committed = *n;
+      return Status::OK();
+    }).ok());
+    EXPECT_EQ(committed.size_bytes, content.size()) << op;
+    EXPECT_EQ(a->inode.size_bytes, content.size()) << op;
+    EXPECT_EQ(a->inode.mtime_ns, committed.mtime_ns) << op;
+    EXPECT_EQ(a->inode.ctime_ns, committed.ctime_ns) << op;
+    ASSERT_TRUE(fs()->Release(w->fh).ok());
+  }
 }
 
 TEST_F(DataTest, UnlinkWhileOpenKeepsDataUntilLastClose) {

@@ -507,8 +507,12 @@ void InodeDevice::DeleteOrphans(const std::vector<std::shared_ptr<LogObject>>& c
   (void)batch.Run();  // a failed delete leaves garbage for gc, never a dangling reference
 }
 
-void InodeDevice::CutPending(uint64_t size) {
+void InodeDevice::CutPending(uint64_t size, const std::function<void()>& then) {
   std::lock_guard<std::mutex> flush_lock(flush_mu_);
+  // A pack entry a flush handed over before this lock would commit the whole old content and
+  // size after the cut: let it land (or fail, which unfreezes its record for the cut) first.
+  // No flush packs anything new while flush_mu_ is held.
+  (void)owner_->WaitPacked();
   std::vector<std::shared_ptr<LogObject>> touched;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -524,6 +528,7 @@ void InodeDevice::CutPending(uint64_t size) {
   }
   WaitPutsBelow(1);
   DeleteOrphans(touched);
+  if (then) then();
 }
 
 void InodeDevice::DiscardPending() {

@@ -34,6 +34,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -111,7 +112,9 @@ class InodeDevice final : public io_internal::QueuedDevice {
   // Flush as the cache's Fsync does it (see the header comment).
   Status FlushAndCommit();
   // Cuts pending records at `size` (a truncate); objects nothing names any more are deleted.
-  void CutPending(uint64_t size);
+  // A pack entry in flight lands (or fails) first. then, if given, runs before flush_mu_ is
+  // released: no flush commits or packs in between.
+  void CutPending(uint64_t size, const std::function<void()>& then = {});
   // A pending kZero record over [pos, pos + len) (punch hole, zero range).
   void AddZero(uint64_t pos, uint64_t len);
   // Drops every pending record and deletes the objects they wrote (the file is gone).
