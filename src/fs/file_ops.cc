@@ -37,7 +37,8 @@ Result<std::shared_ptr<OpenFile>> FileSystem::HandleOf(uint64_t fh) const {
 }
 
 Result<FileSystem::Opened> FileSystem::OpenInode(const Cred& cred, const meta::Inode& inode,
-                                                 int flags, bool check_access) {
+                                                 int flags, bool check_access,
+                                                 std::optional<FolioPolicy> known_policy) {
   if (inode.type == FileType::kDirectory) return Errno(EISDIR, InodeText(inode.ino));
   if (inode.type != FileType::kRegular) return Errno(EINVAL, InodeText(inode.ino) + ": not a regular file");
   const bool write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
@@ -47,7 +48,12 @@ Result<FileSystem::Opened> FileSystem::OpenInode(const Cred& cred, const meta::I
   if (write && (inode.flags & meta::kInodeFlagAppend) != 0 && ((flags & O_APPEND) == 0 || (flags & O_TRUNC) != 0)) {
     return Errno(EPERM, InodeText(inode.ino) + " is append-only");
   }
-  FOLIO_ASSIGN_OR_RETURN(FolioPolicy policy, PolicyOf(inode.ino));
+  FolioPolicy policy;
+  if (known_policy) {
+    policy = *known_policy;
+  } else {
+    FOLIO_ASSIGN_OR_RETURN(policy, PolicyOf(inode.ino));
+  }
   bool keep_cache = false;
   meta::Inode now = inode;
   FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<FileData> data, data_->Open(&now, policy, &keep_cache));
@@ -78,12 +84,19 @@ Result<FileSystem::Opened> FileSystem::OpenInode(const Cred& cred, const meta::I
 
 Result<FileSystem::Opened> FileSystem::Open(const Cred& cred, InodeId ino, int flags) {
   meta::Inode inode;
+  // A file this mount has no data of yet needs its policy xattr: read in the same transaction.
+  const bool cached = data_->Find(ino) != nullptr;
+  std::optional<std::string> policy;
   FOLIO_RETURN_IF_ERROR(meta_->Transact("open", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
     FOLIO_ASSIGN_OR_RETURN(inode, GetInodeOrEnoent(t, ino));
+    if (!cached) {
+      FOLIO_ASSIGN_OR_RETURN(policy, t.GetXattr(ino, kPolicyXattr));
+    }
     return Status::OK();
   }));
   if (inode.nlink == 0 && !data_->Find(ino)) return Errno(ENOENT, InodeText(ino) + " (unlinked)");
-  return OpenInode(cred, inode, flags, /*check_access=*/true);
+  return OpenInode(cred, inode, flags, /*check_access=*/true,
+                   cached ? std::nullopt : std::optional<FolioPolicy>(PolicyFromXattr(policy)));
 }
 
 Result<FileSystem::Opened> FileSystem::Create(const Cred& cred, InodeId parent,
@@ -92,9 +105,12 @@ Result<FileSystem::Opened> FileSystem::Create(const Cred& cred, InodeId parent,
   proto.type = FileType::kRegular;
   proto.mode = mode & 07777;
   bool existed = false;
-  FOLIO_ASSIGN_OR_RETURN(Attr a, CreateNode(cred, parent, name, proto, {}, (flags & O_EXCL) != 0, &existed));
-  // The creator may open the new file as asked whatever its mode says (open(2) with O_CREAT).
-  return OpenInode(cred, a.inode, existed ? flags : (flags & ~O_TRUNC), /*check_access=*/existed);
+  std::optional<std::string> policy;
+  FOLIO_ASSIGN_OR_RETURN(Attr a, CreateNode(cred, parent, name, proto, {}, (flags & O_EXCL) != 0, &existed, &policy));
+  // The creator may open the new file as asked whatever its mode says (open(2) with O_CREAT);
+  // a new file's policy is the one it inherited in CreateNode's transaction.
+  return OpenInode(cred, a.inode, existed ? flags : (flags & ~O_TRUNC), /*check_access=*/existed,
+                   existed ? std::nullopt : std::optional<FolioPolicy>(PolicyFromXattr(policy)));
 }
 
 Result<size_t> FileSystem::Read(uint64_t fh, uint64_t pos, std::span<char> out) {

@@ -249,15 +249,21 @@ class FileSystem {
 
   Result<InodeId> NewInodeId();
   void BackgroundLoop();
+  // `policy`: the file's folio policy when the caller read it in its own transaction (a
+  // create, an open); nullopt: PolicyOf looks it up.
   Result<Opened> OpenInode(const Cred& cred, const meta::Inode& inode, int flags,
-                           bool check_access);
+                           bool check_access, std::optional<FolioPolicy> policy);
+  // The policy the value of a file's policy xattr names (the mount's when none or invalid).
+  FolioPolicy PolicyFromXattr(const std::optional<std::string>& value) const;
   // close(2) drops the caller's POSIX locks on the file; the last close its flock.
   Status ReleasePosixLocks(const OpenFile& f, uint64_t owner);
   Status ReleaseFlock(OpenFile& f);
   // Creates an inode of `proto`'s type named `name` in parent (mknod, mkdir, symlink, create).
+  // `policy` (may be null): set to the policy xattr the new inode inherited (none: nullopt)
+  // when it was created, left alone when the name existed.
   Result<Attr> CreateNode(const Cred& cred, InodeId parent, std::string_view name,
                           meta::Inode proto, std::string_view symlink_target, bool exclusive,
-                          bool* existed);
+                          bool* existed, std::optional<std::string>* policy = nullptr);
   // Drops one link of `victim` (unlink, rmdir, rename over it) inside txn.
   Status DropLink(meta::Txn& txn, meta::Inode* victim, int64_t now_ns);
   // The inode's attributes with this mount's uncommitted changes (size, times) applied.

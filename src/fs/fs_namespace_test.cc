@@ -335,6 +335,36 @@ TEST_F(NamespaceTest, PolicyIsInheritedBelowADirectory) {
   EXPECT_EQ(fs()->PolicyOf(other.ino())->ToString(), FolioPolicy{}.ToString());
 }
 
+// A file's folio policy costs no transaction of its own: a create takes the one its new inode
+// inherited inside the create's transaction, an open reads it with the inode.
+TEST_F(NamespaceTest, CreateAndOpenReadThePolicyInTheirOwnTransaction) {
+  auto getxattrs = [&] {
+    for (const meta::MetaOpStats& o : vol_.meta()->Stats().ops) {
+      if (o.op == "getxattr") return o.count;
+    }
+    return uint64_t{0};
+  };
+  Attr d = MustMkdir(kRootInode, "d");
+  ASSERT_TRUE(fs()->SetXattr(Cred::Root(), d.ino(), kPolicyXattr, "4k", 0).ok());
+  const uint64_t before = getxattrs();
+  Result<FileSystem::Opened> o =
+      fs()->Create(Cred::Root(), d.ino(), "f", 0644, O_RDWR | O_CREAT | O_EXCL);
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(fs()->PolicyOf(o->attr.ino())->ToString(), "4k");
+  ASSERT_TRUE(fs()->Release(o->fh).ok());
+  Attr plain = MustFile(kRootInode, "g");
+  EXPECT_EQ(getxattrs(), before);
+  EXPECT_EQ(fs()->PolicyOf(plain.ino())->ToString(), FolioPolicy{}.ToString());
+
+  ASSERT_TRUE(vol_.Remount().ok());  // no cached file data: the open reads the policy
+  const uint64_t after_remount = getxattrs();
+  Result<FileSystem::Opened> r = fs()->Open(Cred::Root(), o->attr.ino(), O_RDONLY);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(fs()->PolicyOf(o->attr.ino())->ToString(), "4k");
+  EXPECT_EQ(getxattrs(), after_remount);
+  ASSERT_TRUE(fs()->Release(r->fh).ok());
+}
+
 TEST_F(NamespaceTest, ReadDirPagesThroughLargeDirectories) {
   Attr d = MustMkdir(kRootInode, "big");
   std::set<std::string> want;

@@ -100,7 +100,8 @@ Result<Attr> FileSystem::Lookup(const Cred& cred, InodeId parent, std::string_vi
 
 Result<Attr> FileSystem::CreateNode(const Cred& cred, InodeId parent, std::string_view name,
                                     meta::Inode proto, std::string_view symlink_target,
-                                    bool exclusive, bool* existed) {
+                                    bool exclusive, bool* existed,
+                                    std::optional<std::string>* policy) {
   FOLIO_RETURN_IF_ERROR(CheckWritable());
   FOLIO_RETURN_IF_ERROR(CheckName(name));
   if (name == "." || name == "..") return Errno(EEXIST, std::string(name));
@@ -143,8 +144,10 @@ Result<Attr> FileSystem::CreateNode(const Cred& cred, InodeId parent, std::strin
     if (proto.type == FileType::kSymlink) FOLIO_RETURN_IF_ERROR(t.PutSymlink(id, symlink_target));
     if (proto.type == FileType::kRegular || proto.type == FileType::kDirectory) {
       // A directory's folio policy is inherited by everything made below it.
-      FOLIO_ASSIGN_OR_RETURN(std::optional<std::string> policy, t.GetXattr(parent, kPolicyXattr));
-      if (policy) FOLIO_RETURN_IF_ERROR(t.PutXattr(id, kPolicyXattr, *policy));
+      FOLIO_ASSIGN_OR_RETURN(std::optional<std::string> inherited,
+                             t.GetXattr(parent, kPolicyXattr));
+      if (inherited) FOLIO_RETURN_IF_ERROR(t.PutXattr(id, kPolicyXattr, *inherited));
+      if (policy != nullptr) *policy = std::move(inherited);
     }
     dir.mtime_ns = dir.ctime_ns = now;
     dir.size_bytes += 1;

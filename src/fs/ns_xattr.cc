@@ -159,6 +159,10 @@ Result<FolioPolicy> FileSystem::PolicyOf(InodeId ino) {
     return Status::OK();
   });
   if (!s.ok()) return s;
+  return PolicyFromXattr(value);
+}
+
+FolioPolicy FileSystem::PolicyFromXattr(const std::optional<std::string>& value) const {
   if (!value) return options_.policy;
   Result<FolioPolicy> p = FolioPolicy::Parse(*value);
   return p.ok() ? *p : options_.policy;
