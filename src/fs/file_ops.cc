@@ -122,9 +122,18 @@ Result<size_t> FileSystem::Read(uint64_t fh, uint64_t pos, std::span<char> out) 
 }
 
 Result<size_t> FileSystem::Write(uint64_t fh, uint64_t pos, std::span<const char> in) {
+  return WriteAt(fh, pos, in, /*cached=*/false);
+}
+
+Result<size_t> FileSystem::WriteCached(uint64_t fh, uint64_t pos, std::span<const char> in) {
+  return WriteAt(fh, pos, in, /*cached=*/true);
+}
+
+Result<size_t> FileSystem::WriteAt(uint64_t fh, uint64_t pos, std::span<const char> in,
+                                   bool cached) {
   FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, HandleOf(fh));
   if (!f->writable()) return Errno(EBADF, "write on a read-only handle");
-  const bool append = (f->flags & O_APPEND) != 0 && !f->kernel_cache;
+  const bool append = (f->flags & O_APPEND) != 0 && !f->kernel_cache && !cached;
   FOLIO_ASSIGN_OR_RETURN(size_t n, f->data->Write(pos, in, append, f->cred));
   FsCounters::Add(counters_->write_bytes, n);
   return n;

@@ -189,6 +189,10 @@ class FileSystem {
   // opened after this call then write at the offset given even with O_APPEND, and read even
   // when opened write-only (the kernel refuses a user's read on those before it gets here).
   void SetKernelWritebackCache(bool on) { kernel_writeback_cache_ = on; }
+  // A write of the kernel's page cache (the writeback of a shared writable mapping, which
+  // goes through whichever writable handle of the file the kernel picks): at pos, even when
+  // that handle was opened with O_APPEND.
+  Result<size_t> WriteCached(uint64_t fh, uint64_t pos, std::span<const char> in);
   // close(2) of one descriptor: releases the POSIX locks of lock_owner; reports a writeback
   // error this handle has not seen.
   Status Flush(uint64_t fh, uint64_t lock_owner);
@@ -273,6 +277,8 @@ class FileSystem {
   uint64_t SparseBlocks512(const meta::Inode& inode) const;
   Status CheckWritable() const;
   Result<std::shared_ptr<OpenFile>> HandleOf(uint64_t fh) const;
+  // Write (cached: WriteCached).
+  Result<size_t> WriteAt(uint64_t fh, uint64_t pos, std::span<const char> in, bool cached);
 
   meta::MetaEngine* const meta_;
   store::BlockStore* const store_;

@@ -149,6 +149,10 @@ struct RequestContext {
   mode_t umask = 0;
   uint64_t lock_owner = 0;     // flush, release, locks
   bool flock_release = false;  // release: drop the owner's flock
+  // write: the kernel writing back its page cache (FUSE_WRITE_CACHE: a shared writable mmap,
+  // or every write with writeback_cache). The data goes at the offset sent, whatever flags
+  // the handle it comes through was opened with (O_APPEND).
+  bool writepage = false;
   // The caller's supplementary groups (read on first use); empty when unknown.
   std::vector<uint32_t> Groups() const;
   // Whether the kernel interrupted the request (a blocking lock gives up with EINTR).

@@ -195,6 +195,7 @@ Result<size_t> FsAdapter::Read(InodeId ino, uint64_t fh, uint64_t pos, std::span
 Result<size_t> FsAdapter::Write(InodeId ino, uint64_t fh, uint64_t pos,
                                 std::span<const char> in) {
   if (IsStats(ino)) return StatsReadOnly("write");
+  if (CallerContext().writepage) return fs_->WriteCached(fh, pos, in);
   return fs_->Write(fh, pos, in);
 }
 

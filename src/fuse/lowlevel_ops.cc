@@ -91,6 +91,7 @@ RequestContext ContextOf(fuse_req_t req, const fuse_file_info* fi) {
   if (fi != nullptr) {
     c.lock_owner = fi->lock_owner;
     c.flock_release = fi->flock_release != 0;
+    c.writepage = fi->writepage != 0;
   }
   c.request = req;
   return c;

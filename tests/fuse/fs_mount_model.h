@@ -122,6 +122,7 @@ class MountModel {
   void OpFallocate();
   void OpCopyRange();
   void OpPause();
+  void OpMmap();
   void Mount();
   void Fsck();
   void CompareTree(bool crashed);

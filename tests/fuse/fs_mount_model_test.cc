@@ -8,9 +8,9 @@
 // of open files, which are then read and written through their fds), mkdir / rmdir, symlink /
 // readlink, chmod, user.* xattrs (set with XATTR_CREATE / XATTR_REPLACE, get, list, remove),
 // readdir (names and d_type), fstat, fallocate (allocate, keep size, punch hole, zero range),
-// copy_file_range, fsync / fdatasync, close, pauses (the mount's background commits run);
-// paths through a missing name, a file or a dangling symlink. Mounts use the default options
-// or, at random, writeback_cache and meta_sync=fsync.
+// copy_file_range, stores through a shared writable mmap, fsync / fdatasync, close, pauses
+// (the mount's background commits run); paths through a missing name, a file or a dangling
+// symlink. Mounts use the default options or, at random, writeback_cache and meta_sync=fsync.
 //
 // Periodically: a clean remount (close every fd, `folio fs umount`, the server exits 0, `folio
 // fs fsck` clean, mount, the whole tree compared exactly: names, d_type, types, modes, nlink,
@@ -36,6 +36,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -354,6 +355,28 @@ void MountModel::OpClose() {
   Outcome(Err(close(f.fd)), 0, "close fd " + std::to_string(f.fd));
 }
 
+// A store through a shared writable mapping of a descriptor opened O_RDWR (with O_APPEND too,
+// now and then): the kernel writes the page back later, at its offset, through some handle of
+// the file; msync now and then.
+void MountModel::OpMmap() {
+  Fd* f = RandomFd();
+  if (f == nullptr || !f->readable || ref_.at(f->node).data.empty()) return;
+  const uint64_t size = ref_.at(f->node).data.size();
+  const uint64_t pos = Pick(size), len = 1 + Pick(std::min<uint64_t>(size - pos, 20000));
+  const uint64_t map_pos = pos & ~uint64_t{4095}, map_len = pos + len - map_pos;
+  const std::string what = "mmap store " + std::to_string(len) + " at " + std::to_string(pos) +
+                           " node " + std::to_string(f->node) + (f->append ? " (O_APPEND fd)" : "");
+  void* m = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, static_cast<off_t>(map_pos));
+  if (!Outcome(m == MAP_FAILED ? errno : 0, 0, what)) return;
+  const std::string piece = RandomBytes(len);
+  std::memcpy(static_cast<char*>(m) + (pos - map_pos), piece.data(), len);
+  if (Chance(50)) {
+    EXPECT_EQ(ErrName(Err(msync(m, map_len, MS_SYNC))), ErrName(0)) << "msync";
+  }
+  EXPECT_EQ(munmap(m, map_len), 0);
+  ref_.Write(f->node, pos, piece);
+}
+
 // Up to 1.5 s without operations: the mount's background work (the commit of open files every
 // 5 s, closed files settling into slices or packs, compaction) runs, and a crash may hit it.
 void MountModel::OpPause() {
@@ -377,7 +400,8 @@ void MountModel::Step(uint64_t op_no) {
               {"xattr", 60, &MountModel::OpXattr},       {"readdir", 40, &MountModel::OpReaddir},
               {"fstat", 20, &MountModel::OpFstat},       {"fsync", 50, &MountModel::OpFsync},
               {"close", 60, &MountModel::OpClose},       {"fallocate", 25, &MountModel::OpFallocate},
-              {"copy_file_range", 25, &MountModel::OpCopyRange}, {"pause", 4, &MountModel::OpPause}};
+              {"copy_file_range", 25, &MountModel::OpCopyRange}, {"pause", 4, &MountModel::OpPause},
+              {"mmap", 25, &MountModel::OpMmap}};
   static const int kTotal = [] {
     int t = 0;
     for (const auto& o : kOps) t += o.weight;
