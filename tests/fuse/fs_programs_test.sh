@@ -7,8 +7,8 @@
 #            link targets / link counts compared too
 #   sqlite3  transactions from two processes at once on one database (rollback journal and
 #            WAL), every row present, PRAGMA integrity_check ok
-#   gcc      a C program (pwrite / pread, a shared writable mmap, rename over a file) compiled
-#            on the mount, run from the mount
+#   gcc      a C program (pwrite / pread, shared writable mmaps, one of an O_APPEND fd, rename
+#            over a file) compiled on the mount, run from the mount
 #   a user   nobody (setpriv) on the allow_other mount: EACCES on a closed directory and files,
 #            a supplementary group's read, sticky-directory EPERM, setgid inheritance
 #   fio      verify=crc32c, psync and io_uring
@@ -169,7 +169,7 @@ gcc_build_and_run() {
   local d=$1/cprog
   mkdir -p "$d" || return 1
   cat >"$d/prog.c" <<'EOF'
-/* Writes and reads through pwrite / pread and a shared writable mmap, renames over a file. */
+/* Writes and reads through pwrite / pread and shared writable mmaps, renames over a file. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,6 +183,7 @@ static int fail(const char *what) { perror(what); return 1; }
 int main(void) {
   enum { kBytes = 3 << 20 };
   char *buf = malloc(kBytes), *back = malloc(kBytes);
+  struct stat st;
   for (int i = 0; i < kBytes; ++i) buf[i] = (char)(i * 31 + (i >> 12));
   int fd = open("data.bin", O_RDWR | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) return fail("open");
@@ -202,10 +203,29 @@ int main(void) {
     return 1;
   }
   close(fd);
+  /* A store through a mapping of an O_APPEND descriptor lands where it was made: the kernel
+     writes the page back through that handle, and the write must not append. */
+  fd = open("append.bin", O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0644);
+  if (fd < 0) return fail("open append.bin");
+  if (write(fd, buf, 8192) != 8192) return fail("write append.bin");
+  m = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) return fail("mmap append.bin");
+  memcpy(m + 100, "stored at 100", 13);
+  if (msync(m, 8192, MS_SYNC) != 0) return fail("msync append.bin");
+  munmap(m, 8192);
+  if (fstat(fd, &st) != 0 || st.st_size != 8192) {
+    fprintf(stderr, "append.bin: %lld bytes after a store through its mapping, want 8192\n",
+            (long long)st.st_size);
+    return 1;
+  }
+  if (pread(fd, back, 13, 100) != 13 || memcmp(back, "stored at 100", 13) != 0) {
+    fprintf(stderr, "append.bin: the store through the mapping is not at 100\n");
+    return 1;
+  }
+  close(fd);
   FILE *f = fopen("new.txt", "w");
   if (!f || fputs("replaced\n", f) < 0 || fclose(f) != 0) return fail("new.txt");
   if (rename("new.txt", "data.bin") != 0) return fail("rename");
-  struct stat st;
   if (stat("data.bin", &st) != 0 || st.st_size != 9) { fprintf(stderr, "rename over\n"); return 1; }
   printf("prog ok\n");
   return 0;
