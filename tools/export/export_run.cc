@@ -9,6 +9,7 @@
 #include "base/units.h"
 #include "cli/cli_util.h"
 #include "cli/export_control.h"
+#include "cli/fuse_serve.h"
 #include "export/raid_volume.h"
 #include "fuse/daemon.h"
 #include "fuse/export_fs.h"
@@ -22,28 +23,6 @@ namespace folio::cli {
 namespace {
 
 constexpr char kPrefix[] = "folio export";
-
-// Where a start-up failure goes: stderr in the foreground, the waiting parent with --daemon.
-class Outcome {
- public:
-  explicit Outcome(fuse::Daemon* daemon) : daemon_(daemon) {}
-
-  int Fail(const Status& s) {
-    if (daemon_ == nullptr) return ExitWithStatus(kPrefix, s);
-    const int code = ExitCodeFor(s);
-    daemon_->ReportFailure(code, OneLine(StatusLine(s)));
-    return code;
-  }
-
-  Status Ready(const std::string& log_path, const std::string& message) {
-    if (daemon_ != nullptr) return daemon_->ReportReady(log_path, message);
-    fuse::Log(message);
-    return Status::OK();
-  }
-
- private:
-  fuse::Daemon* const daemon_;
-};
 
 // Everything an export holds, declared so that destruction runs top-down: the server first,
 // then the file system, the address spaces, the cache, and the volumes (devices and locks)
@@ -159,7 +138,7 @@ int Shutdown(ExportState* st, const Status& loop) {
 }
 
 int Serve(const ExportConfig& c, fuse::Daemon* daemon) {
-  Outcome out(daemon);
+  ServeOutcome out(kPrefix, daemon);
   // Before any thread exists, so every thread inherits the blocked shutdown signals.
   Result<std::unique_ptr<fuse::ShutdownSignals>> signals = fuse::ShutdownSignals::Start();
   if (!signals.ok()) return out.Fail(signals.status());
@@ -177,21 +156,7 @@ int Serve(const ExportConfig& c, fuse::Daemon* daemon) {
   st.server = std::move(server.value());
   st.fs->SetRequestStats(&st.server->stats());
 
-  fuse::FuseServer* srv = st.server.get();
-  (*signals)->SetHandler([srv](int signo) {
-    fuse::Log("signal " + std::to_string(signo) + ": unmounting");
-    srv->RequestUnmount();
-  });
-  s = out.Ready(c.log_path, ServingMessage(c));
-  if (!s.ok()) {
-    // Only a daemon whose log cannot be opened gets here; its parent already has the verdict
-    // path closed, so say it on the old stderr and shut down cleanly.
-    fuse::Log(s.ToString());
-    srv->RequestUnmount();
-  }
-  Status loop = st.server->Run();
-  (*signals)->SetHandler(
-      [](int signo) { fuse::Log("signal " + std::to_string(signo) + ": already shutting down"); });
+  Status loop = ServeUntilUnmounted(st.server.get(), signals->get(), &out, c.log_path, ServingMessage(c));
   return Shutdown(&st, loop);
 }
 
@@ -199,38 +164,28 @@ int Serve(const ExportConfig& c, fuse::Daemon* daemon) {
 
 int RunExport(const ExportConfig& config) {
   fuse::SetLogPrefix(kPrefix);
-  if (!config.daemon) return Serve(config, nullptr);
-  Result<fuse::Daemon> daemon = fuse::Daemon::Fork();
-  if (!daemon.ok()) return ExitWithStatus(kPrefix, daemon.status());
-  if (daemon->side() == fuse::Daemon::Side::kParent) {
-    fuse::DaemonVerdict v = daemon->WaitForVerdict();
-    if (!v.message.empty()) PrintError(kPrefix, v.message);
-    return v.exit_code;
-  }
-  return Serve(config, &daemon.value());
+  return RunForegroundOrDaemon(kPrefix, config.daemon,
+                               [&](fuse::Daemon* daemon) { return Serve(config, daemon); });
 }
 
 int RunUnmount(const UnmountConfig& c) {
   fuse::SetLogPrefix(kPrefix);
   const std::string flag = "--unmount " + c.mountpoint;
-  Result<fuse::MountEntry> m = fuse::FindFuseMount(c.mountpoint);
-  if (!m.ok()) {
-    return UsageError(kPrefix, flag + ": not a FUSE mount point; nothing to unmount");
-  }
-  Status s = fuse::UnmountPath(c.mountpoint,
-                               c.lazy ? fuse::UnmountMode::kLazy : fuse::UnmountMode::kNormal);
-  if (!s.ok()) return ExitWithStatus(kPrefix, s);
-  const pid_t pid = m->pid;
-  if (pid <= 0 || pid == getpid()) return kExitOk;
-  if (c.lazy) {
-    PrintError(kPrefix, c.mountpoint + ": detached; process " + std::to_string(pid) +
-                            " writes back and exits when the last user closes its files");
-    return kExitOk;
-  }
-  Status w = fuse::WaitForExit(pid, c.timeout_ms);
-  if (!w.ok()) {
-    return RuntimeError(kPrefix, c.mountpoint + ": unmounted, but " + std::string(w.message()) +
-                                     " (still writing back?); wait for it or check its log");
+  const UnmountResult r = UnmountAndWait(c.mountpoint, c.lazy, c.timeout_ms);
+  switch (r.end) {
+    case UnmountEnd::kNotMounted:
+      return UsageError(kPrefix, flag + ": not a FUSE mount point; nothing to unmount");
+    case UnmountEnd::kFailed:
+      return ExitWithStatus(kPrefix, r.status);
+    case UnmountEnd::kDetached:
+      PrintError(kPrefix, c.mountpoint + ": detached; process " + std::to_string(r.pid) +
+                              " writes back and exits when the last user closes its files");
+      return kExitOk;
+    case UnmountEnd::kServerStillRunning:
+      return RuntimeError(kPrefix, c.mountpoint + ": unmounted, but " + std::string(r.status.message()) +
+                                       " (still writing back?); wait for it or check its log");
+    case UnmountEnd::kDone:
+      break;
   }
   return kExitOk;
 }

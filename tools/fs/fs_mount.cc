@@ -14,6 +14,7 @@
 #include "base/progress.h"
 #include "base/units.h"
 #include "cli/cli_util.h"
+#include "cli/fuse_serve.h"
 #include "fs/fs_cli.h"
 #include "fs/fs_volume.h"
 #include "fuse/daemon.h"
@@ -28,28 +29,6 @@ namespace folio::cli {
 namespace {
 
 constexpr char kPrefix[] = "folio fs mount";
-
-// Where a start-up failure goes: stderr in the foreground, the waiting parent with --daemon.
-class Outcome {
- public:
-  explicit Outcome(fuse::Daemon* daemon) : daemon_(daemon) {}
-
-  int Fail(const Status& s) {
-    if (daemon_ == nullptr) return ExitWithStatus(kPrefix, s);
-    const int code = ExitCodeFor(s);
-    daemon_->ReportFailure(code, OneLine(StatusLine(s)));
-    return code;
-  }
-
-  Status Ready(const std::string& log_path, const std::string& message) {
-    if (daemon_ != nullptr) return daemon_->ReportReady(log_path, message);
-    fuse::Log(message);
-    return Status::OK();
-  }
-
- private:
-  fuse::Daemon* const daemon_;
-};
 
 // Everything a mount holds, declared so that destruction runs top-down: the server, the
 // adapter, the file system, the cache, and the volume (engine and store) last.
@@ -121,7 +100,7 @@ int Shutdown(MountState* st, const Status& loop) {
 }
 
 int Serve(const FsMountConfig& c, fuse::Daemon* daemon) {
-  Outcome out(daemon);
+  ServeOutcome out(kPrefix, daemon);
   // Before any thread exists, so every thread inherits the blocked shutdown signals.
   Result<std::unique_ptr<fuse::ShutdownSignals>> signals = fuse::ShutdownSignals::Start();
   if (!signals.ok()) return out.Fail(signals.status());
@@ -156,19 +135,8 @@ int Serve(const FsMountConfig& c, fuse::Daemon* daemon) {
   st.server = std::move(server.value());
   st.adapter->SetRequestStats(&st.server->stats());
 
-  fuse::FuseServer* srv = st.server.get();
-  (*signals)->SetHandler([srv](int signo) {
-    fuse::Log("signal " + std::to_string(signo) + ": unmounting");
-    srv->RequestUnmount();
-  });
-  s = out.Ready(c.log_path, ServingMessage(c, st.volume.format));
-  if (!s.ok()) {
-    fuse::Log(s.ToString());
-    srv->RequestUnmount();
-  }
-  Status loop = st.server->Run();
-  (*signals)->SetHandler(
-      [](int signo) { fuse::Log("signal " + std::to_string(signo) + ": already shutting down"); });
+  Status loop = ServeUntilUnmounted(st.server.get(), signals->get(), &out, c.log_path,
+                                    ServingMessage(c, st.volume.format));
   return Shutdown(&st, loop);
 }
 
@@ -176,31 +144,24 @@ int Serve(const FsMountConfig& c, fuse::Daemon* daemon) {
 
 int RunFsMount(const FsMountConfig& c) {
   fuse::SetLogPrefix(kPrefix);
-  if (!c.daemon) return Serve(c, nullptr);
-  Result<fuse::Daemon> daemon = fuse::Daemon::Fork();
-  if (!daemon.ok()) return ExitWithStatus(kPrefix, daemon.status());
-  if (daemon->side() == fuse::Daemon::Side::kParent) {
-    fuse::DaemonVerdict v = daemon->WaitForVerdict();
-    if (!v.message.empty()) PrintError(kPrefix, v.message);
-    return v.exit_code;
-  }
-  return Serve(c, &daemon.value());
+  return RunForegroundOrDaemon(kPrefix, c.daemon, [&](fuse::Daemon* daemon) { return Serve(c, daemon); });
 }
 
 int RunFsUmount(const FsUmountConfig& c) {
   constexpr char kUmount[] = "folio fs umount";
   fuse::SetLogPrefix(kUmount);
-  Result<fuse::MountEntry> m = fuse::FindFuseMount(c.mountpoint);
-  if (!m.ok()) return UsageError(kUmount, c.mountpoint + ": not a FUSE mount point; nothing to unmount");
-  Status s = fuse::UnmountPath(c.mountpoint,
-                               c.lazy ? fuse::UnmountMode::kLazy : fuse::UnmountMode::kNormal);
-  if (!s.ok()) return ExitWithStatus(kUmount, s);
-  const pid_t pid = m->pid;
-  if (pid <= 0 || pid == getpid() || c.lazy) return kExitOk;
-  Status w = fuse::WaitForExit(pid, c.timeout_ms);
-  if (!w.ok()) {
-    return RuntimeError(kUmount, c.mountpoint + ": unmounted, but " + std::string(w.message()) +
-                                     " (still committing?); wait for it or check its log");
+  const UnmountResult r = UnmountAndWait(c.mountpoint, c.lazy, c.timeout_ms);
+  switch (r.end) {
+    case UnmountEnd::kNotMounted:
+      return UsageError(kUmount, c.mountpoint + ": not a FUSE mount point; nothing to unmount");
+    case UnmountEnd::kFailed:
+      return ExitWithStatus(kUmount, r.status);
+    case UnmountEnd::kServerStillRunning:
+      return RuntimeError(kUmount, c.mountpoint + ": unmounted, but " + std::string(r.status.message()) +
+                                       " (still committing?); wait for it or check its log");
+    case UnmountEnd::kDetached:
+    case UnmountEnd::kDone:
+      break;
   }
   return kExitOk;
 }
