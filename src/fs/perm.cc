@@ -116,7 +116,14 @@ Status ApplySetAttr(const SetAttrRequest& req, const Cred& cred, int64_t now_ns,
   const bool owner_change = req.set_uid || req.set_gid;
   const bool times = req.atime != TimeSet::kOmit || req.mtime != TimeSet::kOmit;
   if (owner_change) FOLIO_RETURN_IF_ERROR(CheckChown(req, cred, *inode));
-  if (req.set_mode && !IsOwnerOrRoot(*inode, cred)) {
+  // A mode that only drops set-user-ID / set-group-ID bits is what the kernel sends, as the
+  // writer, when a non-owner writes or truncates such a file (file_remove_privs, with the
+  // kernel's ATTR_FORCE): allowed to anyone. A user's chmod of another's file never gets
+  // here as that: the kernel refused it first (default_permissions).
+  const uint32_t setid = S_ISUID | S_ISGID;
+  const bool drops_setid_only = req.set_mode && (req.mode & 07777 & ~setid) == (inode->mode & ~setid) &&
+                                (req.mode & 07777 & ~inode->mode) == 0;
+  if (req.set_mode && !drops_setid_only && !IsOwnerOrRoot(*inode, cred)) {
     return Status::FromErrno(EPERM, "chmod of inode " + std::to_string(Raw(inode->ino)));
   }
   if (times) FOLIO_RETURN_IF_ERROR(CheckTimes(req, cred, *inode));
