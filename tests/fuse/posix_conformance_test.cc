@@ -147,10 +147,10 @@ class PosixConformance : public ::testing::Test {
     int total = 0;
     std::printf("POSIX conformance checks per operation:\n");
     for (const auto& [op, n] : Counts()) {
-      std::printf("  %-12s %4d\n", op.c_str(), n);
+      std::printf("  %-28s %4d\n", op.c_str(), n);
       total += n;
     }
-    std::printf("  %-12s %4d\n", "total", total);
+    std::printf("  %-28s %4d\n", "total", total);
     if (tmp_ != nullptr) (void)RunCommand({"/bin/rm", "-rf", *tmp_});
   }
 
@@ -195,7 +195,8 @@ class PosixConformance : public ::testing::Test {
       const std::string line = all.substr(at, end - at);
       at = end == std::string::npos ? all.size() : end + 1;
       const size_t tab = line.find('\t');
-      Record(line.substr(0, tab) + "(user)", tab == std::string::npos ? "bad report" : line.substr(tab + 1));
+      Record(line.substr(0, tab) + (uid == 0 ? " (2nd process)" : " (as nobody)"),
+             tab == std::string::npos ? "bad report" : line.substr(tab + 1));
     }
   }
 
