@@ -3,6 +3,7 @@
 #include "fs/data_path.h"
 
 #include <chrono>
+#include <utility>
 
 #include "base/clock.h"
 #include "fs/file_data.h"
@@ -243,22 +244,24 @@ Status DataPath::Shutdown() {
 Status DataPath::Maintenance() {
   const uint64_t now = MonotonicNowNs();
   const uint64_t interval_ns = ctx_.options.sync_interval_ms * 1000000;
-  std::vector<std::shared_ptr<FileData>> due;
+  // Each due file with whether it was closed then (opens is read under mu_ only; a file
+  // opened or closed since is settled or synced all the same, SettleClosed checks again).
+  std::vector<std::pair<std::shared_ptr<FileData>, bool>> due;
   std::deque<std::shared_ptr<FileData>> closing;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [ino, d] : files_) {
       const uint64_t since = d->dirty_since_ns();
       if ((since != 0 && now - since >= interval_ns) || (d->opens == 0 && !d->in_lru)) {
-        due.push_back(d);
+        due.emplace_back(d, d->opens == 0);
       }
     }
     if (!ctx_.options.background) closing.swap(closing_);
   }
   Status first;
   for (const std::shared_ptr<FileData>& d : closing) SettleClosed(d);
-  for (const std::shared_ptr<FileData>& d : due) {
-    if (d->opens == 0) {
+  for (const auto& [d, closed] : due) {
+    if (closed) {
       SettleClosed(d);
       continue;
     }

@@ -223,22 +223,43 @@ Status InodeDevice::ReadRange(uint64_t pos, uint64_t len, char* dst) {
 
 Status InodeDevice::Write(uint64_t pos, const char* src, uint64_t len) {
   PutList puts;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    FOLIO_RETURN_IF_ERROR(AppendLocked(pos, src, len, &puts));
+  std::optional<meta::SliceId> id;
+  Status s;
+  while (len > 0) {
+    uint64_t took;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      took = AppendLocked(pos, src, len, &id, &puts);
+    }
+    pos += took;
+    src += took;
+    len -= took;
+    if (len == 0) break;
+    // A new object's id may take a metadata transaction (a batch of ids), which must not run
+    // under mu_: transactions take locks that are held around mu_ (see the header).
+    Result<meta::SliceId> fresh = owner_->NewSliceId();
+    if (!fresh.ok()) {
+      s = fresh.status();
+      break;
+    }
+    id = *fresh;
   }
   SubmitPuts(puts);
+  if (!s.ok()) return s;
   WaitPutsBelow(kPutsPerDeviceMax);
   return Status::OK();
 }
 
-Status InodeDevice::AppendLocked(uint64_t pos, const char* src, uint64_t len, PutList* puts) {
+uint64_t InodeDevice::AppendLocked(uint64_t pos, const char* src, uint64_t len,
+                                   std::optional<meta::SliceId>* id, PutList* puts) {
+  const uint64_t want = len;
   while (len > 0) {
     if (!current_ || current_->bytes == kMaxObjectBytes) {
+      if (!id->has_value()) return want - len;
       if (current_) SealLocked(puts);
-      FOLIO_ASSIGN_OR_RETURN(meta::SliceId id, owner_->NewSliceId());
       current_ = std::make_shared<LogObject>();
-      current_->id = id;
+      current_->id = **id;
+      id->reset();
     }
     LogObject& obj = *current_;
     const uint32_t chunk = static_cast<uint32_t>(pos / meta::kChunkBytes);
@@ -277,7 +298,7 @@ Status InodeDevice::AppendLocked(uint64_t pos, const char* src, uint64_t len, Pu
     src += take;
     len -= take;
   }
-  return Status::OK();
+  return want;
 }
 
 void InodeDevice::SealLocked(PutList* puts) {
@@ -588,17 +609,19 @@ void InodeDevice::Packed() {
 }
 
 Status InodeDevice::UnfreezeAfterFailedPack() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (PendingRecord& r : pending_) {
-    if (!r.frozen) continue;
+  for (;;) {
+    // The id is taken before mu_ (it may take a metadata transaction); the last one is unused.
+    FOLIO_ASSIGN_OR_RETURN(meta::SliceId id, owner_->NewSliceId());
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find_if(pending_.begin(), pending_.end(),
+                           [](const PendingRecord& r) { return r.frozen; });
+    if (it == pending_.end()) return Status::OK();
     // It stays where it is in the write order; the next flush puts its block (an unstored
     // block of a sealed object) and commits it like any record.
-    FOLIO_ASSIGN_OR_RETURN(meta::SliceId id, owner_->NewSliceId());
-    r.obj->id = id;
-    r.slice.id = id;
-    r.frozen = false;
+    it->obj->id = id;
+    it->slice.id = id;
+    it->frozen = false;
   }
-  return Status::OK();
 }
 
 }  // namespace folio::fs

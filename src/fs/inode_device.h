@@ -29,7 +29,9 @@
 //   4. Records are changed in place (CutPending) only under flush_mu_, which a flush holds
 //      from its copy of the records until they are committed.
 //
-// Lock order: flush_mu_ before mu_. Store completions take mu_ only.
+// Lock order: flush_mu_ before mu_. Store completions take mu_ only. No metadata transaction
+// runs under mu_ (not even a batch of slice ids): FileData's and DataPath's locks are held
+// around mu_ (HasPending), and transactions take those (an overlay, an unlink).
 // Thread safety: every method is thread-safe.
 #pragma once
 
@@ -40,6 +42,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -167,9 +170,11 @@ class InodeDevice final : public io_internal::QueuedDevice {
   Status Write(uint64_t pos, const char* src, uint64_t len);
   Status Trim(uint64_t pos, uint64_t len);
   Status EnsureLoaded(uint32_t chunk);
-  // Appends len bytes of a write at file position pos to the log. REQUIRES: mu_.
-  Status AppendLocked(uint64_t pos, const char* src, uint64_t len,
-                      PutList* puts);
+  // Appends len bytes of a write at file position pos to the log and returns len, or fewer
+  // when a new object is due and *id is empty (the caller takes an id without mu_ and calls
+  // again for the rest); a new object consumes *id. REQUIRES: mu_.
+  uint64_t AppendLocked(uint64_t pos, const char* src, uint64_t len,
+                        std::optional<meta::SliceId>* id, PutList* puts);
   void SealLocked(PutList* puts);
   PutItem MakePut(const std::shared_ptr<LogObject>& obj, uint32_t b) const;  // REQUIRES: mu_
   void SubmitPuts(const PutList& puts);
