@@ -152,6 +152,9 @@ class InodeDevice final : public io_internal::QueuedDevice {
   io_internal::DeviceGeometry geometry() const override;
 
  private:
+  // A merged read of several folios up to this size is read as one range (ReadMerged).
+  static constexpr uint64_t kMergedReadMaxBytes = 4ull << 20;
+  Status ReadMerged(const io_internal::MergedRequest& m, const iovec* iov);
   struct ChunkCache {
     bool loaded = false;
     uint64_t load_ns = 0;
