@@ -32,6 +32,7 @@ struct BenchArgs {
   std::string seed;
   std::string device;
   std::string kernel_memory = "cache";
+  std::string folio_dirty = "kernel";
   bool engines_given = false;
   bool aging = false;
   double aging_seconds = 4;
@@ -151,6 +152,16 @@ Status BuildConfig(const BenchArgs& args, bench::BenchConfig* config) {
     FOLIO_ASSIGN_OR_RETURN(config->seed, ParseSeedFlag(args.seed));
   }
   config->jobfiles = args.jobfiles;
+  if (args.folio_dirty != "kernel" && args.folio_dirty != "cache") {
+    return Status::InvalidArgument("--folio-dirty " + args.folio_dirty +
+                                   ": use kernel (the kernel engine's own thresholds, the "
+                                   "default) or cache (Folio's, shares of --cache)");
+  }
+  config->folio_dirty_as_kernel = args.folio_dirty == "kernel";
+  const CacheWritebackFlags& w = args.writeback;
+  config->dirty_thresholds_given = !w.dirty_background_ratio.empty() ||
+                                   !w.dirty_background_bytes.empty() ||
+                                   !w.dirty_ratio.empty() || !w.dirty_bytes.empty();
   config->cache_options.memory_bytes = config->cache_bytes;  // the shares are of --cache
   return ApplyCacheWritebackFlags(args.writeback, &config->cache_options);
 }
@@ -219,6 +230,14 @@ Command AddBenchCommand(CLI::App& root) {
                   "the kernel gets all memory and the output says why")
       ->default_str("cache")
       ->type_name("cache|all|SIZE");
+  sub->add_option("--folio-dirty", args->folio_dirty,
+                  "The folio engines' background threshold and dirty limit: kernel (the "
+                  "kernel engine's own for this run, from /proc/vmstat, when a kernel or fio "
+                  "engine runs: a cgroup v1 memory cgroup limits no dirty memory, so equal "
+                  "memory alone would let the kernel hold more dirty data than Folio) or cache "
+                  "(Folio's defaults, shares of --cache). --dirty-*ratio/-bytes flags override")
+      ->default_str("kernel")
+      ->type_name("kernel|cache");
   sub->add_option("--dir", args->dir,
                   "Where temporary data files go (a fresh directory inside it); default "
                   "$TMPDIR or /tmp")

@@ -11,10 +11,13 @@
 #include <fstream>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "base/progress.h"
 #include "base/units.h"
 #include "bench/datafile.h"
 #include "bench/engine.h"
+#include "bench/kernel_dirty.h"
 #include "bench/memcg.h"
 #include "bench/plot.h"
 #include "bench/report.h"
@@ -237,6 +240,8 @@ class Bench {
   // Makes the kernel engine's memory cgroup when a buffered job runs a kernel engine; on
   // failure the kernel runs with all of the machine's memory and the reason is printed.
   void MakeMemoryCgroup(const std::vector<PlannedJob>& jobs);
+  // --folio-dirty kernel: the folio engines' thresholds become the kernel's (kernel_dirty.h).
+  void MatchKernelDirtyThresholds();
   // --device: opens the device and makes the arena of direct=1 buffers.
   int OpenDevice(const std::vector<LoadedJob>& loaded);
   Status MakeDirectArena(const std::vector<PlannedJob>& jobs);
@@ -251,7 +256,64 @@ class Bench {
   uint64_t laid_bytes_ = 0;  // [0, laid_bytes_) of the device holds the bench's data
   std::unique_ptr<MemoryCgroup> memcg_;
   std::string unlimited_why_;  // why the kernel runs without a cgroup
+  PageCacheOptions cache_options_;  // config_.cache_options, or the kernel's thresholds
+  nlohmann::ordered_json writeback_json_;  // the folio engines' thresholds and their source
 };
+
+void Bench::MatchKernelDirtyThresholds() {
+  cache_options_ = config_.cache_options;
+  const PageCacheOptions& o = cache_options_;
+  auto own = [&](const std::string& why) {
+    const uint64_t bg = o.dirty_background_bytes != 0
+                            ? o.dirty_background_bytes
+                            : config_.cache_bytes / 100 * o.dirty_background_ratio;
+    const uint64_t limit =
+        o.dirty_bytes != 0 ? o.dirty_bytes : config_.cache_bytes / 100 * o.dirty_ratio;
+    writeback_json_ = {{"thresholds", "folio"}, {"background_bytes", bg},
+                       {"limit_bytes", limit}, {"why", why}};
+    return std::make_pair(bg, limit);
+  };
+  bool folio = false, kernel = false;
+  for (const EngineSpec& e : config_.engines) {
+    folio = folio || e.is_folio();
+    kernel = kernel || e.uses_kernel_page_cache();
+  }
+  if (!folio) return;
+  std::string why;
+  if (!config_.folio_dirty_as_kernel) {
+    why = "--folio-dirty cache";
+  } else if (config_.dirty_thresholds_given) {
+    why = "set by --dirty-* flags";
+  } else if (!kernel) {
+    why = "no kernel or fio engine in the run";
+  } else {
+    Result<KernelDirtyThresholds> k = ReadKernelDirtyThresholds(
+        memcg_ != nullptr ? memcg_->version() : 0, memcg_ != nullptr ? memcg_->limit_bytes() : 0);
+    if (k.ok()) {
+      cache_options_.dirty_background_bytes = k->background_bytes;
+      cache_options_.dirty_bytes = k->limit_bytes;
+      writeback_json_ = {{"thresholds", "kernel"},
+                         {"background_bytes", k->background_bytes},
+                         {"limit_bytes", k->limit_bytes},
+                         {"why", k->source}};
+      if (!config_.json) {
+        std::printf("folio bench: the folio engines write back like the kernel engine: "
+                    "background %s, dirty limit %s, %s; --folio-dirty cache for Folio's own\n",
+                    FormatSize(k->background_bytes).c_str(), FormatSize(k->limit_bytes).c_str(),
+                    k->source.c_str());
+      }
+      return;
+    }
+    why = "the kernel's could not be read: " + std::string(k.status().message());
+  }
+  const auto [bg, limit] = own(why);
+  if (!config_.json) {
+    std::printf("folio bench: the folio engines' dirty thresholds: background %s, limit %s of "
+                "the %s cache (%s)\n",
+                FormatSize(bg).c_str(), FormatSize(limit).c_str(),
+                FormatSize(config_.cache_bytes).c_str(), why.c_str());
+  }
+}
 
 void Bench::MakeMemoryCgroup(const std::vector<PlannedJob>& jobs) {
   bool kernel = false;
@@ -315,7 +377,7 @@ Result<RunResult> Bench::RunOne(const PlannedJob& p, const EngineSpec& spec, uin
   ctx.region_offset = p.region_offset;
   ctx.region_bytes = p.region_bytes;
   ctx.cache_bytes = config_.cache_bytes;
-  ctx.cache_options = config_.cache_options;
+  ctx.cache_options = cache_options_;
   ctx.stop = stop_.flag();
   ctx.device = device_.get();
   ctx.direct_arena = direct_arena_.get();
@@ -370,6 +432,9 @@ int Bench::Run() {
                   memcg_->path().c_str(), memcg_->LimitName().c_str(),
                   FormatSize(memcg_->limit_bytes()).c_str());
     }
+  }
+  MatchKernelDirtyThresholds();
+  if (!config_.json) {
     std::printf("\n");
     std::fflush(stdout);
   }
@@ -429,6 +494,7 @@ int Bench::Run() {
 int Bench::Emit() {
   if (config_.json) {
     nlohmann::ordered_json root = ResultsJson(results_, config_.cache_bytes);
+    if (!writeback_json_.is_null()) root["writeback"] = writeback_json_;
     if (on_device()) {
       nlohmann::ordered_json skipped = nlohmann::ordered_json::array();
       for (const EngineSpec& e : config_.skipped_engines) skipped.push_back(e.Name());

@@ -29,6 +29,11 @@ struct BenchConfig {
   std::vector<EngineSpec> engines;
   uint64_t cache_bytes = 0;
   PageCacheOptions cache_options;     // the folio engines' writeback knobs (--dirty-*)
+  // --folio-dirty: kernel (the default) gives the folio engines the kernel's own background
+  // threshold and dirty limit of this run (kernel_dirty.h) when a kernel or fio engine runs
+  // and no --dirty-*ratio/-bytes flag set them; cache keeps cache_options' (Folio's defaults).
+  bool folio_dirty_as_kernel = true;
+  bool dirty_thresholds_given = false;
   std::string dir;                    // parent of the temp data directory
   bool json = false;
   std::string plot_path;              // empty: no plot
