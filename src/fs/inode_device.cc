@@ -129,6 +129,17 @@ Status InodeDevice::EnsureLoaded(uint32_t chunk) {
   }
 }
 
+Status InodeDevice::LockLoaded(uint32_t chunk, std::unique_lock<std::mutex>* lock) {
+  for (;;) {
+    FOLIO_RETURN_IF_ERROR(EnsureLoaded(chunk));
+    std::unique_lock<std::mutex> l(mu_);
+    if (chunks_[chunk].loaded) {
+      *lock = std::move(l);
+      return Status::OK();
+    }
+  }
+}
+
 void InodeDevice::InvalidateChunk(uint32_t chunk) {
   std::lock_guard<std::mutex> lock(mu_);
   ChunkCache& c = chunks_[chunk];
@@ -151,16 +162,16 @@ std::vector<uint32_t> InodeDevice::KnownChunks() const {
 }
 
 Result<std::vector<meta::Slice>> InodeDevice::CommittedChunk(uint32_t chunk) {
-  FOLIO_RETURN_IF_ERROR(EnsureLoaded(chunk));
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock;
+  FOLIO_RETURN_IF_ERROR(LockLoaded(chunk, &lock));
   return chunks_[chunk].slices;
 }
 
 Result<std::vector<std::pair<uint32_t, uint32_t>>> InodeDevice::DataExtents(uint32_t chunk) {
-  FOLIO_RETURN_IF_ERROR(EnsureLoaded(chunk));
   std::vector<meta::Slice> all;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock;
+    FOLIO_RETURN_IF_ERROR(LockLoaded(chunk, &lock));
     all = chunks_[chunk].slices;
     for (const PendingRecord& r : pending_) {
       if (r.chunk == chunk) all.push_back(r.slice);
@@ -186,8 +197,8 @@ Status InodeDevice::ReadRange(uint64_t pos, uint64_t len, char* dst) {
     const uint32_t chunk = static_cast<uint32_t>(pos / meta::kChunkBytes);
     const uint32_t from = static_cast<uint32_t>(pos % meta::kChunkBytes);
     const uint32_t to = static_cast<uint32_t>(std::min<uint64_t>(meta::kChunkBytes, from + len));
-    FOLIO_RETURN_IF_ERROR(EnsureLoaded(chunk));
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock;
+    FOLIO_RETURN_IF_ERROR(LockLoaded(chunk, &lock));
     const ChunkCache& c = chunks_[chunk];
     std::vector<meta::Slice> all = c.slices;
     const size_t committed = all.size();
@@ -409,10 +420,10 @@ Status InodeDevice::Trim(uint64_t pos, uint64_t len) {
   for (uint32_t chunk : KnownChunks()) {
     const uint64_t base = static_cast<uint64_t>(chunk) * meta::kChunkBytes;
     if (base + meta::kChunkBytes <= pos || base >= end) continue;
-    FOLIO_RETURN_IF_ERROR(EnsureLoaded(chunk));
     const uint32_t from = static_cast<uint32_t>(std::max(pos, base) - base);
     const uint32_t to = static_cast<uint32_t>(std::min(end, base + meta::kChunkBytes) - base);
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock;
+    FOLIO_RETURN_IF_ERROR(LockLoaded(chunk, &lock));
     if (!OverlapsDataLocked(chunk, from, to)) continue;
     PendingRecord r;
     r.seq = next_seq_++;
@@ -463,9 +474,14 @@ Status InodeDevice::FlushAndCommit() {
   if (const uint64_t pack_size = data ? owner_->PackSize() : 0; pack_size > 0) {
     // A small file: its whole content becomes one entry of a shared pack, not a slice.
     std::vector<char> content(pack_size);
+    uint64_t boundary;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      boundary = next_seq_;
+    }
     FOLIO_RETURN_IF_ERROR(ReadRange(0, pack_size, content.data()));
     std::vector<std::shared_ptr<LogObject>> orphans;
-    FreezeLocked(content, &orphans);
+    FreezeLocked(content, boundary, &orphans);
     WaitPutsBelow(1);
     DeleteOrphans(orphans);
     return owner_->PackContent(content);
@@ -586,22 +602,33 @@ void InodeDevice::DiscardPending() {
   DeleteOrphans(touched);
 }
 
-void InodeDevice::FreezeLocked(std::vector<char> content,
+void InodeDevice::FreezeLocked(std::vector<char> content, uint64_t boundary,
                                std::vector<std::shared_ptr<LogObject>>* orphans) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const PendingRecord& r : pending_) {
-    if (r.obj) orphans->push_back(r.obj);
+  std::vector<PendingRecord> newer;
+  bool current_named = false;
+  for (PendingRecord& r : pending_) {
+    if (r.seq >= boundary) {
+      current_named |= r.obj != nullptr && r.obj == current_;
+      newer.push_back(std::move(r));
+    } else if (r.obj) {
+      orphans->push_back(r.obj);  // DeleteOrphans keeps what a newer record still names
+    }
   }
-  if (current_) orphans->push_back(current_);
   pending_.clear();
-  current_.reset();
+  if (current_ && !current_named) {
+    orphans->push_back(current_);
+    current_.reset();
+  }
   auto obj = std::make_shared<LogObject>();
   obj->bytes = static_cast<uint32_t>(content.size());
   obj->sealed = true;
   obj->blocks.resize(1);
   obj->blocks[0].data = std::move(content);
   PendingRecord r;
-  r.seq = next_seq_++;
+  // Below every newer record: the seqs below the boundary are those of the records it
+  // replaces (the flush packs only when there is a record, so boundary >= 1).
+  r.seq = boundary - 1;
   r.chunk = 0;
   r.slice.pos = 0;
   r.slice.len = obj->bytes;
@@ -610,6 +637,7 @@ void InodeDevice::FreezeLocked(std::vector<char> content,
   r.obj = std::move(obj);
   r.frozen = true;
   pending_.push_back(std::move(r));
+  for (PendingRecord& n : newer) pending_.push_back(std::move(n));
   known_.insert(0);
 }
 

@@ -124,9 +124,13 @@ class InodeDevice final : public io_internal::QueuedDevice {
   void DiscardPending();
   bool HasPending() const;
 
-  // Replaces every pending record by one frozen record holding `content` (a small file handed
-  // to the pack writer); the objects the old records wrote are returned for deletion.
-  void FreezeLocked(std::vector<char> content,
+  // Replaces the pending records older than `boundary` (the seq of the next record when the
+  // content was read) by one frozen record holding `content` (a small file handed to the pack
+  // writer); the objects the replaced records wrote are returned for deletion. Records added
+  // while the content was read (a write-back, a punched or zeroed range: they take mu_, not
+  // flush_mu_) stay after it, newer, so they still win; one the content already holds is the
+  // same bytes again.
+  void FreezeLocked(std::vector<char> content, uint64_t boundary,
                     std::vector<std::shared_ptr<LogObject>>* orphans);  // REQUIRES: flush_mu_
   // The pack writer committed the frozen record (chunk 0 now holds its kPacked slice).
   void Packed();
@@ -173,6 +177,11 @@ class InodeDevice final : public io_internal::QueuedDevice {
   Status Write(uint64_t pos, const char* src, uint64_t len);
   Status Trim(uint64_t pos, uint64_t len);
   Status EnsureLoaded(uint32_t chunk);
+  // EnsureLoaded, then *lock holds mu_ with the chunk still loaded. Between a load and the lock
+  // a commit can land (a pack entry's Packed(), a flush, InvalidateChunk): it takes its records
+  // out of pending_ and marks the chunk unloaded, so slices read without this check would hold
+  // neither the old records nor the committed ones (a read of the file's previous content).
+  Status LockLoaded(uint32_t chunk, std::unique_lock<std::mutex>* lock);
   // Appends len bytes of a write at file position pos to the log and returns len, or fewer
   // when a new object is due and *id is empty (the caller takes an id without mu_ and calls
   // again for the rest); a new object consumes *id. REQUIRES: mu_.
