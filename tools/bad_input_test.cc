@@ -96,6 +96,8 @@ TEST_F(BadInputTest, MissingAndUnusablePathsForEveryCommand) {
 TEST_F(BadInputTest, BadSizesForEveryCommand) {
   const std::string not_a_size = "not a size; use a number with an optional K, M, G or T suffix";
   ExpectUsageError({"bench", "--cache", "lots", job_}, {"--cache lots: not a size"});
+  ExpectUsageError({"bench", "--repeat", "0", job_}, {"--repeat 0: use 1 to 9"});
+  ExpectUsageError({"bench", "--repeat", "10", job_}, {"--repeat 10: use 1 to 9"});
   ExpectUsageError({"export", "--mount", dir_ + "/mnt", "--cache", "lots", file_},
                    {"--cache lots: not a size"});
   ExpectUsageError({"copy", "--block", "3000", file_, dir_ + "/out"},

@@ -87,6 +87,10 @@ TEST_F(CliTest, UsageErrorsAreOneLineAndExitTwo) {
                    {"--dirty-expire-centisecs 2.5: not a whole number of centiseconds"});
   ExpectUsageError({"export", "--mount", dir_, "--dirty-writeback-centisecs", "0", "mem:16M"},
                    {"folio export: --dirty-writeback-centisecs 0"});
+  ExpectUsageError({"bench", "--compaction-background", "yes", good},
+                   {"folio bench: --compaction-background yes: use on or off"});
+  ExpectUsageError({"export", "--mount", dir_, "--compaction-background", "1", "mem:16M"},
+                   {"folio export: --compaction-background 1: use on or off"});
 }
 
 TEST_F(CliTest, DoctorJsonHasTheExpectedKeys) {
@@ -228,6 +232,20 @@ TEST_F(CliTest, TinyDirectBenchAndTable) {
   EXPECT_NE(o.out.find("O_DIRECT through io_uring, 8 in flight per thread"), std::string::npos)
       << o.out;
   EXPECT_EQ(o.err, "") << "no progress line when stderr is not a TTY";
+  // --repeat: three runs per engine, the engines taking turns; each compares its median run.
+  o = Run({"bench", "--cache", "64M", "--dir", dir_, "--engine", "kernel,folio:dynamic",
+           "--repeat", "3", job});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("kernel: the median of 3 runs; IOPS per run, in order: "),
+            std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("folio:dynamic: the median of 3 runs"), std::string::npos) << o.out;
+  o = Run({"bench", "--cache", "64M", "--dir", dir_, "--engine", "kernel,folio:dynamic",
+           "--repeat", "2", "--output-format", "json", job});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const nlohmann::json repeated = nlohmann::json::parse(o.out);
+  ASSERT_EQ(repeated["jobs"].size(), 2u) << "one entry per engine: its median run";
+  EXPECT_EQ(repeated["jobs"][0]["round_iops"].size(), 2u);
+  EXPECT_EQ(repeated["jobs"][1]["round_iops"].size(), 2u);
   // The default engines: limit is skipped for direct=1 with a note; cached jobs show vs limit.
   o = Run({"bench", "--cache", "64M", "--dir", dir_, "--engine", "limit,folio:4k", job});
   ASSERT_EQ(o.exit_code, 0) << o.err;

@@ -151,6 +151,11 @@ class FolioArena {
   Result<Folio*> Alloc(int order);
   // REQUIRES: f came from Alloc of this arena and is not free.
   void Free(Folio* f);
+  // Free, but onto the shared free lists even for orders <= kCachedOrderMax (never into this
+  // thread's cache), so that any thread's next Alloc finds the block at once: for a block one
+  // thread builds for others (the page cache's background compaction).
+  // REQUIRES: as Free.
+  void FreeShared(Folio* f);
   // Records that a caller fell back from `order` to a smaller one.
   void NoteFallback(int order);
   // Splits an allocated folio of order k >= 1 into its two buddies of order k-1, both
@@ -203,6 +208,9 @@ class FolioArena {
 
  private:
   FolioArena() = default;
+  // Free's checks (ours, an allocated head, no reference left but the caller's) and the
+  // owner reset that makes racing lock-free readers fail their recheck.
+  void ReleaseForFree(Folio* f);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   char* base_ = nullptr;

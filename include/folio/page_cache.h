@@ -109,6 +109,13 @@ struct PageCacheOptions {
   // Freeing aligned blocks of the arena for large folios that fragmentation would otherwise
   // turn into fallbacks (CompactionMode); bounded per attempt, never waits for I/O.
   CompactionMode compaction = CompactionMode::kMigrate;
+  // With compaction on: a background compactor (the kernel's kcompactd). When a request of
+  // order k >= 1 had to compact in the allocating thread or fell back, it is woken to build
+  // free blocks of order k ahead of the next requests (until two are free, a bounded number
+  // of attempts per round, at most a round per compaction_background_interval_ms), so those
+  // find a block free instead of copying folios themselves.
+  bool compaction_background = true;
+  uint64_t compaction_background_interval_ms = 20;
 
   // Writeback, named after the kernel's vm.dirty_* sysctls (docs/page-cache.md sets the
   // defaults beside the kernel's). Ratios are percent of memory_bytes; a non-zero *_bytes
@@ -135,6 +142,14 @@ struct PageCacheOptions {
 // background threshold below the limit, intervals of at least 1 ms), for commands that want
 // to report a bad flag before they start. The error names the values and the fix.
 Status CheckWritebackOptions(const PageCacheOptions& options);
+
+// The dirty thresholds writeback applies in a cache of capacity_bytes: each non-zero *_bytes
+// option, else its ratio of the capacity.
+struct DirtyThresholds {
+  uint64_t background_bytes = 0;
+  uint64_t limit_bytes = 0;
+};
+DirtyThresholds EffectiveDirtyThresholds(const PageCacheOptions& options, uint64_t capacity_bytes);
 
 // Per-order cache statistics.
 struct CacheOrderStats {
@@ -185,6 +200,14 @@ struct PageCacheStats {
   uint64_t compact_migrated_bytes = 0;
   uint64_t compact_evicted_folios = 0;
   uint64_t compact_evicted_bytes = 0;
+  // The background compactor (PageCacheOptions::compaction_background): blocks it tried to
+  // free and blocks it freed into the arena for later requests. Its scans and moves are in
+  // the compact_blocks_scanned / _migrated_ / _evicted_ counters above; compact_attempts and
+  // compact_successes count the allocating threads' own attempts only.
+  uint64_t compact_background_attempts = 0;
+  uint64_t compact_background_blocks = 0;
+  // Clean bytes it evicted (also in evictions) so that a block's worth was free to gather.
+  uint64_t compact_background_reclaimed_bytes = 0;
   uint64_t memory_bytes = 0;
 };
 

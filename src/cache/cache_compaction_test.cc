@@ -1,8 +1,11 @@
 // Compaction (compaction.cc): a fragmented cache serves a large folio by migrating or evicting
 // the folios of one aligned block; block selection skips blocks it cannot empty; data (clean,
-// dirty, partly up to date) survives the move; the counters say what happened.
+// dirty, partly up to date) survives the move; the counters say what happened; the background
+// compactor builds the next blocks ahead of the requests.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "cache/cache_test_util.h"
@@ -33,6 +36,7 @@ TEST(CompactionModeTest, ParseAndName) {
 // page order), every page but each 16th then read (referenced): reclaim evicts scattered
 // frames, so no free 64K block appears by itself. `dirty_every`: pages i with
 // i % dirty_every == 1 are rewritten (dirty) after the fsync; 0 = none.
+enum class Compactor { kDirectOnly, kWithBackground };
 struct Fragmented {
   std::unique_ptr<FaultDevice> small_dev = cache_test::NewFaultMem(2 * kMiB);
   std::unique_ptr<FaultDevice> big_dev = cache_test::NewFaultMem(16 * kMiB);
@@ -40,9 +44,12 @@ struct Fragmented {
   std::unique_ptr<AddressSpace> a, b;
   std::vector<char> a_ref = Pattern(80, 0, 2 * kMiB);
 
-  Fragmented(CompactionMode mode, uint64_t dirty_every) {
+  Fragmented(CompactionMode mode, uint64_t dirty_every,
+             Compactor compactor = Compactor::kDirectOnly) {
     PageCacheOptions o = SmallCacheOptions(2 * kMiB, "dynamic");
     o.compaction = mode;
+    o.compaction_background = compactor == Compactor::kWithBackground;
+    o.compaction_background_interval_ms = 1;
     cache = std::move(PageCache::Create(o).value());
     AddressSpaceOptions ao;
     ao.override_policy = true;
@@ -90,6 +97,68 @@ TEST(CompactionTest, MigrateServesTheLargeFolioAndKeepsTheData) {
   EXPECT_TRUE(fr.cache->arena()->CheckInvariants().ok());
   EXPECT_EQ(ReadOk(fr.b.get(), 0, 64 * kKiB), d);
   EXPECT_EQ(ReadOk(fr.a.get(), 0, 2 * kMiB), fr.a_ref);
+}
+
+enum class FreeMemory { kScattered, kNone };
+
+// The 64K write that had to compact wakes the background compactor, which builds two more free
+// 64K blocks; the next two 64K writes find them free and compact nothing themselves. With
+// FreeMemory::kScattered (page 4 of every 8 of file a dropped first: 256K free in 4K pieces)
+// it gathers that memory and reclaims nothing; with kNone the cache is full, so it first
+// reclaims a block's worth of clean folios from the cold end of the LRU, then gathers.
+void BackgroundCompactorBuildsTheNextBlocksAhead(FreeMemory free_memory) {
+  Fragmented fr(CompactionMode::kMigrate, 0, Compactor::kWithBackground);
+  if (free_memory == FreeMemory::kScattered) {
+    for (uint64_t p = 4 * 4096; p < 2 * kMiB; p += 8 * 4096) {
+      ASSERT_TRUE(fr.a->Invalidate(p, 4096).ok());
+    }
+  }
+  std::vector<char> d = Pattern(81, 0, 64 * kKiB);
+  WriteOk(fr.b.get(), 0, d);
+  PageCacheStats s = fr.cache->Stats();
+  EXPECT_EQ(s.compact_attempts, 1u);
+  EXPECT_EQ(s.orders[4].compacted, 1u);
+  // Bounded wait (not a timing assertion): the compactor runs on its own thread.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto free_64k = [&] {
+    const ArenaStats a = fr.cache->arena()->Stats();
+    uint64_t n = 0;
+    for (int o = 4; o < kNumOrders; ++o) n += a.orders[o].free_folios;
+    return n;
+  };
+  while (free_64k() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  s = fr.cache->Stats();
+  ASSERT_GE(free_64k(), 2u) << "background attempts " << s.compact_background_attempts
+                            << ", blocks " << s.compact_background_blocks << ", reclaimed "
+                            << s.compact_background_reclaimed_bytes;
+  EXPECT_GE(s.compact_background_blocks, 2u);
+  EXPECT_GE(s.compact_background_attempts, s.compact_background_blocks);
+  if (free_memory == FreeMemory::kScattered) {
+    EXPECT_EQ(s.compact_background_reclaimed_bytes, 0u);
+  } else {
+    EXPECT_GE(s.compact_background_reclaimed_bytes, 64 * kKiB);
+  }
+  for (int i = 1; i <= 2; ++i) {
+    WriteOk(fr.b.get(), i * 64 * kKiB, d);
+  }
+  s = fr.cache->Stats();
+  EXPECT_EQ(s.orders[4].requests, 3u);
+  EXPECT_EQ(s.orders[4].fallbacks, 0u);
+  EXPECT_EQ(s.compact_attempts, 1u) << "the later writes compacted in their own thread";
+  EXPECT_EQ(s.orders[4].compacted, 1u);
+  for (int i = 0; i <= 2; ++i) EXPECT_EQ(ReadOk(fr.b.get(), i * 64 * kKiB, 64 * kKiB), d);
+  EXPECT_EQ(ReadOk(fr.a.get(), 0, 2 * kMiB), fr.a_ref);
+  EXPECT_TRUE(fr.cache->arena()->CheckInvariants().ok());
+}
+
+TEST(CompactionTest, BackgroundCompactorGathersScatteredFreeMemory) {
+  BackgroundCompactorBuildsTheNextBlocksAhead(FreeMemory::kScattered);
+}
+
+TEST(CompactionTest, BackgroundCompactorReclaimsWhatAFullCacheLacks) {
+  BackgroundCompactorBuildsTheNextBlocksAhead(FreeMemory::kNone);
 }
 
 TEST(CompactionTest, EvictDropsTheBlocksCleanFolios) {

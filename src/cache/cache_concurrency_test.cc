@@ -257,16 +257,21 @@ TEST(CacheConcurrencyTest, FixedAndDynamicSharingASmallCache) {
   RunConcurrent("fixed:16K", "dynamic:256K", 4);
 }
 
-TEST(CacheConcurrencyTest, CompactionUnderReaders) {
-  // A 2M cache full of file a's 4 KiB folios (in page order), most of them referenced: reclaim
-  // frees scattered pages, so each 64K write to file b needs compaction, which migrates a's
-  // folios while readers copy out of them lock-free (and hold references that make some
-  // attempts give up).
+enum class Compactor { kDirectOnly, kWithBackground };
+
+// A 2M cache full of file a's 4 KiB folios (in page order), most of them referenced: reclaim
+// frees scattered pages, so each 64K write to file b needs compaction, which migrates a's
+// folios while readers copy out of them lock-free (and hold references that make some
+// attempts give up). With the background compactor, it moves folios too, at the same time as
+// the writer's own attempts.
+void CompactionUnderReaders(Compactor compactor) {
   auto dev_a = cache_test::NewFaultMem(2 * kMiB);
   auto dev_b = cache_test::NewFaultMem(64 * kMiB);
   dev_a->SetCrashTracking(false);
   dev_b->SetCrashTracking(false);
   PageCacheOptions o = cache_test::SmallCacheOptions(2 * kMiB, "dynamic");
+  o.compaction_background = compactor == Compactor::kWithBackground;
+  o.compaction_background_interval_ms = 1;
   auto cache = std::move(PageCache::Create(o).value());
   AddressSpaceOptions ao;
   ao.override_policy = true;
@@ -298,7 +303,12 @@ TEST(CacheConcurrencyTest, CompactionUnderReaders) {
   uint64_t writes = 0;
   // Bounded: stops at the first migration (it comes within a few writes unless the readers
   // pin every candidate block each time).
-  while (cache->Stats().compact_migrated_folios == 0 && writes < 2000 && failures.load() == 0) {
+  auto enough = [&] {
+    const PageCacheStats st = cache->Stats();
+    return st.compact_migrated_folios > 0 &&
+           (compactor == Compactor::kDirectOnly || st.compact_background_blocks > 0);
+  };
+  while (!enough() && writes < 2000 && failures.load() == 0) {
     const uint64_t pos = (writes % 1024) * 64 * kKiB;
     ASSERT_EQ(b->Write(pos, d).value(), d.size());
     ++writes;
@@ -309,12 +319,21 @@ TEST(CacheConcurrencyTest, CompactionUnderReaders) {
   const PageCacheStats s = cache->Stats();
   EXPECT_GT(s.compact_successes, 0u) << "after " << writes << " writes";
   EXPECT_GT(s.compact_migrated_folios, 0u);
+  if (compactor == Compactor::kWithBackground) {
+    EXPECT_GT(s.compact_background_blocks, 0u) << "after " << writes << " writes";
+  }
   std::vector<char> all(2 * kMiB);
   ASSERT_EQ(a->Read(0, all).value(), all.size());
   EXPECT_EQ(all, ref);
   EXPECT_TRUE(cache->arena()->CheckInvariants().ok());
   b.reset();
   a.reset();
+}
+
+TEST(CacheConcurrencyTest, CompactionUnderReaders) { CompactionUnderReaders(Compactor::kDirectOnly); }
+
+TEST(CacheConcurrencyTest, BackgroundCompactionUnderReaders) {
+  CompactionUnderReaders(Compactor::kWithBackground);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // PageCacheImpl: the cache-wide half of the page cache: the folio arena, the LRU clock and
 // reclaim, dirty accounting and throttling, the registry of address spaces, and the
-// background threads (writeback, collapse scanner, async readahead completion).
+// background threads (writeback, collapse scanner, compactor, async readahead completion).
 //
 // Invariants:
 //   1. A folio in some address space's index has refcount >= 1 (the index's own reference)
@@ -132,6 +132,21 @@ class PageCacheImpl final : public PageCache {
   // returns it as a folio of `order` (refcount 1), or null. Bounded; never waits for I/O.
   // REQUIRES: order >= 1, compaction on, no lock of rank >= kWriteback held.
   Folio* CompactForOrder(int order);
+  // A request of `order` compacted in its own thread or fell back: wakes the background
+  // compactor to build free blocks of that order (a no-op without one).
+  void WantCompaction(int order);
+  void CompactionThread();
+  // One background round: for each wanted order, largest first, blocks built and freed into
+  // the arena until kBackgroundFreeBlocks of at least that order are free, less than a block
+  // is free in smaller pieces, an attempt fails, or kBackgroundAttempts were made.
+  void CompactInBackground();
+  // The arena's free memory around `order` (its global lists and thread caches): free blocks
+  // of at least that order, and bytes free in smaller blocks.
+  struct FreeShape {
+    uint64_t blocks_at_least = 0;
+    uint64_t bytes_below = 0;
+  };
+  FreeShape FreeShapeFor(int order) const;
   // Pages the occupants of a block occupy, or ~0u when one of them cannot move now.
   uint32_t BlockCost(const std::vector<Folio*>& occupants) const;
   // The cheapest block of `order` within the scan budget: *first and its occupants.
@@ -164,6 +179,7 @@ class PageCacheImpl final : public PageCache {
   std::mutex lru_mu_;
   LruList lru_;  // GUARDED_BY(lru_mu_)
   std::atomic<uint32_t> compact_cursor_{0};  // frame where the next block selection starts
+  std::atomic<uint32_t> compact_wanted_{0};  // bit k: the background compactor owes order k
 
   std::mutex registry_mu_;
   std::vector<AddressSpaceImpl*> spaces_;  // GUARDED_BY(registry_mu_)
@@ -175,12 +191,16 @@ class PageCacheImpl final : public PageCache {
   std::atomic<bool> stopping_{false};  // == stop_, for loops that do not hold bg_mu_
   std::atomic<bool> wb_kick_pending_{false};
 
+  std::condition_variable compact_cv_;  // the background compactor waits here (bg_mu_)
+  bool compact_kicked_ = false;         // GUARDED_BY(bg_mu_)
+
   std::mutex throttle_mu_;
   std::condition_variable throttle_cv_;
 
   std::unique_ptr<AsyncReader> async_;
   std::vector<std::thread> wb_threads_;
   std::thread collapse_thread_;
+  std::thread compact_thread_;
 };
 
 }  // namespace folio::cache

@@ -178,6 +178,9 @@ class CacheModel {
     uint64_t large_allocs = 0, splits = 0, collapses = 0, pages_not_read = 0, partial_fills = 0;
     uint64_t evictions = 0, evicted_dirty = 0;
     uint64_t compactions = 0, compact_migrated = 0, compact_evicted = 0;
+    uint64_t caches_opened = 0;
+    uint64_t background_caches = 0, background_attempts = 0, background_blocks = 0;
+    uint64_t background_reclaimed = 0;
   } seen_;  // summed over the caches of the run
 };
 
@@ -196,6 +199,10 @@ void CacheModel::Open(bool new_cache) {
     // Compaction moves folios under every other operation (and the faults): mostly migrate
     // (the default), sometimes evict.
     o.compaction = Rand(4) == 0 ? CompactionMode::kEvict : CompactionMode::kMigrate;
+    // Every other cache, the first included, also runs the background compactor beside the
+    // model's operations (a run may open only one cache).
+    o.compaction_background = seen_.caches_opened++ % 2 == 0;
+    o.compaction_background_interval_ms = 1;
     // Some configurations have a dirty limit above the memory: writers never wait, so reclaim
     // meets dirty folios and has to write them back itself.
     if (ReclaimWritesBack()) o.dirty_bytes = 2 * p_.memory_bytes;
@@ -646,6 +653,10 @@ void CacheModel::Accumulate(const PageCacheStats& s) {
   seen_.compactions += s.compact_successes;
   seen_.compact_migrated += s.compact_migrated_folios;
   seen_.compact_evicted += s.compact_evicted_folios;
+  seen_.background_blocks += s.compact_background_blocks;
+  seen_.background_attempts += s.compact_background_attempts;
+  seen_.background_reclaimed += s.compact_background_reclaimed_bytes;
+  if (cache_ != nullptr && cache_->options().compaction_background) ++seen_.background_caches;
 }
 
 void CacheModel::CheckCoverage() {
@@ -663,8 +674,14 @@ void CacheModel::CheckCoverage() {
   // moving folios the model then read back (VerifyAll compares every byte).
   EXPECT_GT(seen_.compactions, 0u) << "compaction never served a large folio";
   EXPECT_GT(seen_.compact_migrated, 0u) << "compaction never migrated a folio";
-  std::printf("compaction: %llu blocks, %llu folios migrated, %llu evicted\n",
+  EXPECT_GT(seen_.background_blocks, 0u) << "the background compactor never built a block";
+  std::printf("compaction: %llu blocks (%llu more by the background compactor of %llu caches: "
+              "%llu attempts, %llu bytes reclaimed), %llu folios migrated, %llu evicted\n",
               static_cast<unsigned long long>(seen_.compactions),
+              static_cast<unsigned long long>(seen_.background_blocks),
+              static_cast<unsigned long long>(seen_.background_caches),
+              static_cast<unsigned long long>(seen_.background_attempts),
+              static_cast<unsigned long long>(seen_.background_reclaimed),
               static_cast<unsigned long long>(seen_.compact_migrated),
               static_cast<unsigned long long>(seen_.compact_evicted));
   EXPECT_GT(error_ops_, 0u) << "no writeback error was injected";

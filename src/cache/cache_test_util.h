@@ -39,6 +39,7 @@ inline PageCacheOptions SmallCacheOptions(uint64_t memory_bytes, const char* pol
   o.policy = *FolioPolicy::Parse(policy);
   o.writeback_threads = 0;
   o.collapse_scanner = false;
+  o.compaction_background = false;
   return o;
 }
 

@@ -36,6 +36,19 @@
 // have kept (a re-read from the device later) and cannot move dirty folios at all, while a
 // copy costs a memcpy of at most 1 MiB and leaves eviction to the LRU's order.
 //
+// The background compactor (PageCacheOptions::compaction_background; the kernel's kcompactd,
+// which kswapd wakes when a high-order allocation fails): AllocFolio's compaction path also
+// sets the order's bit in compact_wanted_ and wakes CompactionThread, which builds blocks of
+// that order with the same CompactForOrder and frees them to the arena's shared lists
+// (FreeShared) until kBackgroundFreeBlocks are free, so the next requests of that order find
+// one free instead of compacting themselves. Compaction gathers free memory and makes none, so
+// when the free frames in smaller pieces do not add up to a block, it first reclaims that much
+// from the cold end of the LRU (clean folios only, no I/O: kswapd's part before kcompactd's).
+// Its bounds: kBackgroundAttempts blocks and kBackgroundFreeBlocks blocks' worth of reclaim per
+// order and round, a round per compaction_background_interval_ms at most, and nothing at all
+// until a request of that order failed to find a block (no block is built that nobody asked
+// for).
+//
 // Thread safety: CompactForOrder may run in any thread that may reclaim (no lock of rank >=
 // kWriteback held), concurrently with every other cache operation.
 #include <algorithm>
@@ -74,6 +87,10 @@ namespace {
 // Descriptors looked at per attempt: 128 MiB of arena.
 constexpr uint32_t kScanBudgetPages = 1u << 15;
 constexpr uint32_t kUnmovable = ~0u;
+// The background compactor stops building blocks of an order once this many of at least that
+// order are free, and makes at most kBackgroundAttempts per order and round.
+constexpr uint64_t kBackgroundFreeBlocks = 2;
+constexpr int kBackgroundAttempts = 8;
 // What a copy keeps of the old folio's flags (kFolioLru is the LRU's, set when it links it).
 constexpr uint32_t kMigratedFlags = kFolioUptodate | kFolioDirty | kFolioReferenced |
                                     kFolioReadahead | kFolioRaUnused | kFolioReclaimWb;
@@ -175,7 +192,6 @@ bool PageCacheImpl::MoveOut(Folio* f, uint32_t first, int block_order,
 Folio* PageCacheImpl::CompactForOrder(int order) {
   FOLIO_DCHECK(order >= 1 && options_.compaction != CompactionMode::kOff);
   RankAssertNoneFrom(LockRank::kWriteback);
-  CacheCounters::Add(counters_.compact_attempts);
   uint32_t first = 0;
   std::vector<Folio*> occupants;
   if (!SelectBlock(order, &first, &occupants)) return nullptr;
@@ -191,14 +207,82 @@ Folio* PageCacheImpl::CompactForOrder(int order) {
   if (all_moved) {
     // Frames freed into the block meanwhile (an occupant evicted by reclaim) are ours too.
     arena_->TakeFreeIn(first, order, &pieces);
-    if (Folio* block = arena_->AssembleBlock(first, order, &pieces)) {
-      CacheCounters::Add(counters_.compact_successes);
-      CacheCounters::Add(counters_.compacted[order]);
-      return block;
-    }
+    if (Folio* block = arena_->AssembleBlock(first, order, &pieces)) return block;
   }
   for (Folio* p : pieces) arena_->Free(p);
   return nullptr;
+}
+
+void PageCacheImpl::WantCompaction(int order) {
+  if (!compact_thread_.joinable()) return;
+  const uint32_t bit = 1u << order;
+  if (compact_wanted_.fetch_or(bit, std::memory_order_acq_rel) & bit) return;  // already owed
+  {
+    std::lock_guard<std::mutex> lock(bg_mu_);
+    compact_kicked_ = true;
+  }
+  compact_cv_.notify_one();
+}
+
+void PageCacheImpl::CompactionThread() {
+  const auto interval = std::chrono::milliseconds(
+      std::max<uint64_t>(1, options_.compaction_background_interval_ms));
+  std::unique_lock<std::mutex> lock(bg_mu_);
+  while (!stop_) {
+    compact_cv_.wait(lock, [&] { return stop_ || compact_kicked_; });
+    if (stop_) break;
+    compact_kicked_ = false;
+    lock.unlock();
+    CompactInBackground();
+    lock.lock();
+    // At most a round per interval: a workload that fragments the arena as fast as it is
+    // compacted gets the copies of a round per interval, not a core of them.
+    compact_cv_.wait_for(lock, interval, [&] { return stop_; });
+  }
+}
+
+PageCacheImpl::FreeShape PageCacheImpl::FreeShapeFor(int order) const {
+  const ArenaStats a = arena_->Stats();
+  FreeShape shape;
+  for (int o = 0; o <= kMaxOrder; ++o) {
+    if (o >= order) {
+      shape.blocks_at_least += a.orders[o].free_folios;
+    } else {
+      shape.bytes_below += a.orders[o].free_folios * OrderBytes(o);
+    }
+  }
+  return shape;
+}
+
+void PageCacheImpl::CompactInBackground() {
+  const uint32_t wanted = compact_wanted_.exchange(0, std::memory_order_acq_rel);
+  for (int order = kMaxOrder; order >= 1; --order) {
+    if (!(wanted & (1u << order))) continue;
+    uint64_t reclaimed = 0;
+    for (int attempt = 0; attempt < kBackgroundAttempts; ++attempt) {
+      if (stopping_.load(std::memory_order_relaxed)) return;
+      const FreeShape shape = FreeShapeFor(order);
+      if (shape.blocks_at_least >= kBackgroundFreeBlocks) break;
+      if (shape.bytes_below < OrderBytes(order)) {
+        // Compaction gathers free memory, it does not make it (the kernel's
+        // compaction_suitable): with less than a block's worth free in smaller pieces, an
+        // attempt would only move the hole the last one left (the copies land in it). So
+        // first make that much from the cold end of the LRU, clean folios only, never
+        // waiting for I/O (kswapd's part before kcompactd's).
+        if (reclaimed >= kBackgroundFreeBlocks * OrderBytes(order)) break;
+        const size_t got = Reclaim(OrderBytes(order) - shape.bytes_below, AllocMode::kCleanOnly);
+        if (got == 0) break;
+        reclaimed += got;
+        CacheCounters::Add(counters_.compact_background_reclaimed_bytes, got);
+        continue;
+      }
+      CacheCounters::Add(counters_.compact_background_attempts);
+      Folio* block = CompactForOrder(order);
+      if (block == nullptr) break;  // nothing movable within the scan budget now
+      CacheCounters::Add(counters_.compact_background_blocks);
+      arena_->FreeShared(block);  // not into this thread's cache: the requesters' to take
+    }
+  }
 }
 
 void PageCacheImpl::LruReplace(Folio* old, Folio* f) {

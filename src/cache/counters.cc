@@ -60,6 +60,9 @@ void CacheCounters::Snapshot(PageCacheStats* out) const {
   out->compact_migrated_bytes = load(compact_migrated_bytes);
   out->compact_evicted_folios = load(compact_evicted_folios);
   out->compact_evicted_bytes = load(compact_evicted_bytes);
+  out->compact_background_attempts = load(compact_background_attempts);
+  out->compact_background_blocks = load(compact_background_blocks);
+  out->compact_background_reclaimed_bytes = load(compact_background_reclaimed_bytes);
 }
 
 }  // namespace folio::cache

@@ -59,6 +59,9 @@ class CacheCounters {
   Counter compact_migrated_bytes{0};
   Counter compact_evicted_folios{0};
   Counter compact_evicted_bytes{0};
+  Counter compact_background_attempts{0};
+  Counter compact_background_blocks{0};
+  Counter compact_background_reclaimed_bytes{0};
   Histogram writeback_request_bytes;
 
   // Fills everything but memory_bytes.

@@ -53,12 +53,9 @@ thread_local uint64_t dirtied_bytes = 0;
 }  // namespace
 
 void PageCacheImpl::SetDirtyThresholds(uint64_t capacity) {
-  dirty_background_bytes_ = options_.dirty_background_bytes != 0
-                                ? options_.dirty_background_bytes
-                                : capacity / 100 * options_.dirty_background_ratio;
-  dirty_limit_bytes_ = options_.dirty_bytes != 0
-                           ? options_.dirty_bytes
-                           : capacity / 100 * options_.dirty_ratio;
+  const DirtyThresholds t = EffectiveDirtyThresholds(options_, capacity);
+  dirty_background_bytes_ = t.background_bytes;
+  dirty_limit_bytes_ = t.limit_bytes;
   dirty_freerun_bytes_ = dirty_background_bytes_ + (dirty_limit_bytes_ - dirty_background_bytes_) / 2;
   wb_bandwidth_.store(kInitialBandwidth, std::memory_order_relaxed);
 }
@@ -197,6 +194,15 @@ void PageCacheImpl::FlushRound() {
 
 namespace folio {
 
+DirtyThresholds EffectiveDirtyThresholds(const PageCacheOptions& o, uint64_t capacity_bytes) {
+  DirtyThresholds t;
+  t.background_bytes = o.dirty_background_bytes != 0
+                           ? o.dirty_background_bytes
+                           : capacity_bytes / 100 * o.dirty_background_ratio;
+  t.limit_bytes = o.dirty_bytes != 0 ? o.dirty_bytes : capacity_bytes / 100 * o.dirty_ratio;
+  return t;
+}
+
 Status CheckWritebackOptions(const PageCacheOptions& o) {
   auto ratio_ok = [](uint32_t p) { return p >= 1 && p <= 100; };
   if (!ratio_ok(o.dirty_background_ratio) || !ratio_ok(o.dirty_ratio)) {
@@ -210,10 +216,7 @@ Status CheckWritebackOptions(const PageCacheOptions& o) {
         "page cache dirty_expire_ms {} and dirty_writeback_ms {}: each must be at least 1",
         o.dirty_expire_ms, o.dirty_writeback_ms));
   }
-  const uint64_t background = o.dirty_background_bytes != 0
-                                  ? o.dirty_background_bytes
-                                  : o.memory_bytes / 100 * o.dirty_background_ratio;
-  const uint64_t limit = o.dirty_bytes != 0 ? o.dirty_bytes : o.memory_bytes / 100 * o.dirty_ratio;
+  const auto [background, limit] = EffectiveDirtyThresholds(o, o.memory_bytes);
   // A limit above the memory is allowed: writers never wait, reclaim writes back.
   if (background >= limit) {
     return Status::InvalidArgument(fmt::format(

@@ -52,6 +52,9 @@ PageCacheImpl::PageCacheImpl(const PageCacheOptions& options, std::unique_ptr<Fo
     wb_threads_.emplace_back([this] { WritebackThread(); });
   }
   if (options_.collapse_scanner) collapse_thread_ = std::thread([this] { CollapseThread(); });
+  if (options_.compaction != CompactionMode::kOff && options_.compaction_background) {
+    compact_thread_ = std::thread([this] { CompactionThread(); });
+  }
 }
 
 PageCacheImpl::~PageCacheImpl() {
@@ -61,8 +64,10 @@ PageCacheImpl::~PageCacheImpl() {
     stopping_.store(true, std::memory_order_relaxed);
   }
   bg_cv_.notify_all();
+  compact_cv_.notify_all();
   for (std::thread& t : wb_threads_) t.join();
   if (collapse_thread_.joinable()) collapse_thread_.join();
+  if (compact_thread_.joinable()) compact_thread_.join();
   async_.reset();
   std::lock_guard<std::mutex> lock(registry_mu_);
   FOLIO_CHECK_MSG(spaces_.empty(),

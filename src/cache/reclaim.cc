@@ -49,9 +49,16 @@ Result<Folio*> PageCacheImpl::AllocFolio(int order, int min_order, AllocMode mod
       served(order);
       return r;
     }
-    // Free memory is there but in pieces: build the block instead of falling back.
+    // Free memory is there but in pieces: build the block instead of falling back, and have
+    // the background compactor build the next ones ahead of time.
     if (order >= 1 && options_.compaction != CompactionMode::kOff) {
-      if (Folio* f = CompactForOrder(order)) {
+      CacheCounters::Add(counters_.compact_attempts);
+      Folio* f = CompactForOrder(order);
+      // After this attempt, not before: the compactor would race it for the same block.
+      WantCompaction(order);
+      if (f != nullptr) {
+        CacheCounters::Add(counters_.compact_successes);
+        CacheCounters::Add(counters_.compacted[order]);
         served(order);
         return f;
       }

@@ -46,7 +46,10 @@ Json CacheJson(const PageCacheStats& s) {
                          {"migrated_folios", s.compact_migrated_folios},
                          {"migrated_bytes", s.compact_migrated_bytes},
                          {"evicted_folios", s.compact_evicted_folios},
-                         {"evicted_bytes", s.compact_evicted_bytes}};
+                         {"evicted_bytes", s.compact_evicted_bytes},
+                         {"background_attempts", s.compact_background_attempts},
+                         {"background_blocks", s.compact_background_blocks},
+                         {"background_reclaimed_bytes", s.compact_background_reclaimed_bytes}};
   Json orders = Json::array();
   for (int o = 0; o < kNumOrders; ++o) {
     const CacheOrderStats& c = s.orders[o];

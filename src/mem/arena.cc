@@ -148,6 +148,16 @@ namespace {
 }  // namespace
 
 void FolioArena::Free(Folio* f) {
+  ReleaseForFree(f);
+  impl_->core->Free(f);
+}
+
+void FolioArena::FreeShared(Folio* f) {
+  ReleaseForFree(f);
+  impl_->core->FreeShared(f);
+}
+
+void FolioArena::ReleaseForFree(Folio* f) {
   if (f < descs_ || f >= descs_ + frame_count_) {
     internal::CheckFailed(__FILE__, __LINE__, "Contains(f)",
                           "FolioArena::Free: folio does not belong to this arena");
@@ -167,7 +177,6 @@ void FolioArena::Free(Folio* f) {
   }
   // Lock-free readers that race with the free fail their owner recheck.
   f->owner.store(nullptr, std::memory_order_release);
-  impl_->core->Free(f);
 }
 
 void FolioArena::NoteFallback(int order) {

@@ -208,6 +208,11 @@ void ArenaCore::Free(Folio* head) {
       return;
     }
   }
+  FreeShared(head);
+}
+
+void ArenaCore::FreeShared(Folio* head) {
+  const int order = head->order;
   OrderedLock b(buddy_mu_, LockLevel::kBuddy);
   buddy_.Free(head);
   ++frees_[order];

@@ -72,6 +72,8 @@ class ArenaCore {
   Folio* Alloc(int order);
   // REQUIRES: head is marked allocated (checked by the caller).
   void Free(Folio* head);
+  // Free onto the buddy free lists, bypassing this thread's cache.
+  void FreeShared(Folio* head);
   void NoteFallback(int order) { fallbacks_[order].fetch_add(1, std::memory_order_relaxed); }
   // Splits the allocated block headed by `head` (order >= 1) into two allocated halves; returns
   // the upper head. REQUIRES: head is marked allocated (checked by the caller).

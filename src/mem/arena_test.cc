@@ -15,6 +15,7 @@
 
 #include "base/death_test_util.h"
 #include "mem/arena_memory.h"
+#include "mem/buddy.h"
 
 namespace folio {
 namespace {
@@ -264,6 +265,30 @@ TEST(ArenaCacheTest, StrandedInAnotherThreadsCacheIsFound) {
   EXPECT_TRUE(arena->CheckInvariants().ok());
 }
 
+// FreeShared puts a cached order on the shared free lists (where every thread's Alloc looks
+// first), where Free would park it in this thread's cache; both coalesce in the end.
+TEST(ArenaCacheTest, FreeSharedBypassesTheThreadCache) {
+  auto arena = MakeArena(2 << 20);
+  ASSERT_NE(arena, nullptr);
+  for (int order = 1; order <= FolioArena::kCachedOrderMax; ++order) {
+    Folio* cached = *arena->Alloc(order);
+    Folio* shared = *arena->Alloc(order);
+    arena->Free(cached);
+    arena->FreeShared(shared);
+    EXPECT_EQ(mem::LoadState(cached), mem::kStateCached) << "order " << order;
+    // On a free list: a free head, or a tail when it merged with a free buddy.
+    const uint8_t state = mem::LoadState(shared);
+    EXPECT_TRUE(state == mem::kStateFree || state == mem::kStateTail)
+        << "order " << order << " state " << static_cast<int>(state);
+  }
+  Folio* big = *arena->Alloc(kMaxOrder);
+  EXPECT_EQ(mem::LoadState(big), mem::kStateAllocated);
+  arena->FreeShared(big);
+  arena->DrainThreadCaches();
+  EXPECT_EQ(arena->Stats().orders[kMaxOrder].free_folios, 1u);
+  EXPECT_TRUE(arena->CheckInvariants().ok());
+}
+
 TEST(ArenaCacheTest, ThreadExitReturnsItsCache) {
   auto arena = MakeArena(8 << 20);
   ASSERT_NE(arena, nullptr);
@@ -417,6 +442,7 @@ TEST(ArenaDeathTest, DoubleFreeCrashes) {
   Folio* f = *arena->Alloc(2);
   arena->Free(f);
   EXPECT_DEATH(arena->Free(f), "double free");
+  EXPECT_DEATH(arena->FreeShared(f), "double free");
   Folio* big = *arena->Alloc(7);
   EXPECT_DEATH(arena->Free(arena->Frame(big->frame + 1)), "not the head");
   big->Get();

@@ -1,8 +1,10 @@
 // `folio bench --aging`: the fragmentation benchmark (issue 9). It ages a page cache with a
 // mixed workload and measures how many large-folio requests are still served at the order
-// they asked for, with each compaction mode (PageCacheOptions::compaction) side by side.
+// they asked for, with each compaction mode (PageCacheOptions::compaction, with and without the
+// background compactor) side by side.
 //
-// One run = rounds x modes (interleaved: off, evict, migrate, off, ...), each on a fresh cache
+// One run = rounds x modes (interleaved: off, evict, migrate-direct, migrate, off, ...), each
+// on a fresh cache
 // of --cache bytes (default 256M) over the same files, with the same seed:
 //
 //   fill    read every aging file sequentially (twice the cache: it ends full, in large
@@ -30,6 +32,17 @@
 
 namespace folio::bench {
 
+// What a cache of one row compacts with: `compaction`, and the background compactor when
+// `background` (evict and migrate have it, as by default; migrate-direct does not).
+struct AgingMode {
+  CompactionMode compaction = CompactionMode::kOff;
+  bool background = false;
+  // "off", "evict", "migrate"; "-direct" appended when compaction is on without the
+  // background compactor.
+  std::string Name() const;
+  bool operator==(const AgingMode&) const = default;
+};
+
 struct AgingConfig {
   uint64_t cache_bytes = 256ull << 20;
   PageCacheOptions cache_options;  // --dirty-* etc.; memory and compaction set per run
@@ -38,8 +51,10 @@ struct AgingConfig {
   uint64_t seed = 1;
   double seconds = 4;              // aging time per round and mode
   int rounds = 3;
-  std::vector<CompactionMode> modes = {CompactionMode::kOff, CompactionMode::kEvict,
-                                       CompactionMode::kMigrate};
+  std::vector<AgingMode> modes = {{CompactionMode::kOff, false},
+                                  {CompactionMode::kEvict, true},
+                                  {CompactionMode::kMigrate, false},
+                                  {CompactionMode::kMigrate, true}};
 };
 
 // The share of requests of order >= min_order (up to 9) served at the order asked for, in
@@ -48,7 +63,7 @@ double ServedShare(const PageCacheStats& phase, int min_order);
 
 // What one (mode, round) measured.
 struct AgingRun {
-  CompactionMode mode = CompactionMode::kOff;
+  AgingMode mode;
   int round = 0;
   double before_share = 0, after_share = 0;  // orders >= 1
   double before_share_2m = 0, after_share_2m = 0;
@@ -61,7 +76,7 @@ struct AgingRun {
 
 // Runs one (mode, round) on files already created under `dir_path` (see RunAging).
 Result<AgingRun> RunAgingOnce(const AgingConfig& config, const std::string& dir_path,
-                              CompactionMode mode, int round,
+                              const AgingMode& mode, int round,
                               const std::atomic<bool>* stop);
 
 // Returns the process exit code (0, 1 runtime failure, 130 interrupted).

@@ -34,7 +34,8 @@ TEST(AgingTest, ShortRunsMeasureBothProbes) {
   c.rounds = 1;
   c.json = true;  // no progress line
   std::atomic<bool> stop{false};
-  for (CompactionMode mode : {CompactionMode::kOff, CompactionMode::kMigrate}) {
+  for (const AgingMode& mode : {AgingMode{CompactionMode::kOff, false},
+                                AgingMode{CompactionMode::kMigrate, true}}) {
     Result<AgingRun> r = RunAgingOnce(c, (*dir)->path(), mode, 0, &stop);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->mode, mode);
@@ -43,10 +44,18 @@ TEST(AgingTest, ShortRunsMeasureBothProbes) {
     EXPECT_GT(r->after_requests, 0u);
     EXPECT_GE(r->after_share, 0.0);
     EXPECT_LE(r->after_share, 1.0);
-    if (mode == CompactionMode::kOff) {
+    if (mode.compaction == CompactionMode::kOff) {
       EXPECT_EQ(r->aged.compact_attempts, 0u);
+      EXPECT_EQ(r->aged.compact_background_blocks, 0u);
     }
   }
+}
+
+TEST(AgingTest, ModeNames) {
+  EXPECT_EQ((AgingMode{CompactionMode::kOff, false}).Name(), "off");
+  EXPECT_EQ((AgingMode{CompactionMode::kMigrate, true}).Name(), "migrate");
+  EXPECT_EQ((AgingMode{CompactionMode::kMigrate, false}).Name(), "migrate-direct");
+  EXPECT_EQ((AgingMode{CompactionMode::kEvict, true}).Name(), "evict");
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ struct BenchArgs {
   bool aging = false;
   double aging_seconds = 4;
   int aging_rounds = 3;
+  int repeat = 1;
   std::vector<std::string> jobfiles;
   CacheWritebackFlags writeback;
 };
@@ -106,6 +107,12 @@ Status BuildConfig(const BenchArgs& args, bench::BenchConfig* config) {
   }
   config->engines = *engines;
   if (!args.device.empty()) FOLIO_RETURN_IF_ERROR(DeviceConfig(args, config));
+  if (args.repeat < 1 || args.repeat > 9) {
+    return Status::InvalidArgument(fmt::format(
+        "--repeat {}: use 1 to 9 (runs of every engine per job; 3 or 5 gives a median)",
+        args.repeat));
+  }
+  config->repeat = static_cast<uint32_t>(args.repeat);
 
   const uint64_t memory = PhysicalMemoryBytes();
   if (args.cache.empty()) {
@@ -202,7 +209,11 @@ Status BuildAgingConfig(const BenchArgs& args, bench::AgingConfig* config) {
   config->rounds = args.aging_rounds;
   config->cache_options.memory_bytes = config->cache_bytes;
   FOLIO_RETURN_IF_ERROR(ApplyCacheWritebackFlags(args.writeback, &config->cache_options));
-  if (!args.writeback.compaction.empty()) config->modes = {config->cache_options.compaction};
+  // --compaction / --compaction-background: only that mode (the other knob at its default).
+  if (!args.writeback.compaction.empty() || !args.writeback.compaction_background.empty()) {
+    config->modes = {{config->cache_options.compaction,
+                      config->cache_options.compaction_background}};
+  }
   return Status::OK();
 }
 
@@ -258,6 +269,12 @@ Command AddBenchCommand(CLI::App& root) {
                       "The kernel engine needs a file: device; on raid: / mem: it is left out "
                       "of the default engines")
       ->type_name("SPEC");
+  sub->add_option("--repeat", args->repeat,
+                  "Run every job N times per engine, the engines taking turns (A, B, C, A, B, "
+                  "C, ...), and compare each engine's median-IOPS run; the table lists every "
+                  "run's IOPS. Use 3 or 5 where the disk's speed swings between runs")
+      ->default_str("1")
+      ->type_name("N");
   AddCacheWritebackFlags(sub, &args->writeback);
   sub->add_flag("--aging", args->aging,
                 "Instead of job files: the fragmentation benchmark. Ages a cache (--cache, "

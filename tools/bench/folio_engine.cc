@@ -409,6 +409,9 @@ PageCacheStats DiffCacheStats(const PageCacheStats& after, const PageCacheStats&
   d.compact_migrated_bytes -= before.compact_migrated_bytes;
   d.compact_evicted_folios -= before.compact_evicted_folios;
   d.compact_evicted_bytes -= before.compact_evicted_bytes;
+  d.compact_background_attempts -= before.compact_background_attempts;
+  d.compact_background_blocks -= before.compact_background_blocks;
+  d.compact_background_reclaimed_bytes -= before.compact_background_reclaimed_bytes;
   HistogramSnapshot& h = d.writeback_request_bytes;
   for (int i = 0; i < HistogramSnapshot::kBuckets; ++i) {
     h.counts[i] -= before.writeback_request_bytes.counts[i];

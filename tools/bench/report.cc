@@ -1,8 +1,10 @@
 #include "bench/report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
+#include "base/check.h"
 #include "base/units.h"
 
 namespace folio::bench {
@@ -196,7 +198,10 @@ Json FolioJson(const FolioRunStats& f) {
                   {"compact_attempts", c.compact_attempts},
                   {"compact_successes", c.compact_successes},
                   {"compact_migrated_bytes", c.compact_migrated_bytes},
-                  {"compact_evicted_bytes", c.compact_evicted_bytes}};
+                  {"compact_evicted_bytes", c.compact_evicted_bytes},
+                  {"compact_background_attempts", c.compact_background_attempts},
+                  {"compact_background_blocks", c.compact_background_blocks},
+                  {"compact_background_reclaimed_bytes", c.compact_background_reclaimed_bytes}};
   }
   const DeviceStatsSnapshot& d = f.device;
   j["device"] = {{"read_requests", d.read_requests}, {"read_bytes", d.read_bytes},
@@ -279,6 +284,19 @@ HistogramSnapshot RunResult::latency_ns() const {
   return h;
 }
 
+RunResult MedianRun(std::vector<RunResult> runs) {
+  FOLIO_CHECK(!runs.empty());
+  std::vector<double> iops;
+  for (const RunResult& r : runs) iops.push_back(r.iops());
+  std::vector<size_t> order(runs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return iops[a] < iops[b]; });
+  RunResult median = std::move(runs[order[(order.size() - 1) / 2]]);
+  if (runs.size() > 1) median.round_iops = std::move(iops);
+  return median;
+}
+
 std::string FormatIops(double iops) {
   if (iops >= 10e6) return Printf("%.1fM", iops / 1e6);
   if (iops >= 1e6) return Printf("%.2fM", iops / 1e6);
@@ -340,6 +358,13 @@ std::string FormatJobTable(const std::vector<RunResult>& runs,
     if (r.has_folio) out += FolioLine(r);
   }
   for (const RunResult& r : runs) {
+    if (r.round_iops.size() < 2) continue;
+    std::string rounds;
+    for (double iops : r.round_iops) rounds += " " + FormatIops(iops);
+    out += "  " + r.engine.Name() + ": the median of " + std::to_string(r.round_iops.size()) +
+           " runs; IOPS per run, in order:" + rounds + "\n";
+  }
+  for (const RunResult& r : runs) {
     for (const std::string& n : r.notes) out += "  note: " + n + "\n";
     if (r.timed.interrupted) out += "  note: " + r.engine.Name() + " was interrupted\n";
   }
@@ -361,7 +386,8 @@ std::string FormatLegend() {
          "timed region: folio from its\n"
          "                device's counters, kernel from /proc/self/io read_bytes (both include "
          "readahead)\n"
-         "  vs X          IOPS of this engine divided by X's IOPS in the same job\n"
+         "  vs X          IOPS of this engine divided by X's IOPS in the same job (with "
+         "--repeat N: of the median runs)\n"
          "  limit         memcpy from / to an anonymous buffer of the file's size, the same "
          "offsets and threads: the ceiling of a cached run\n"
          "  kernel        pread/pwrite through the kernel page cache (in a memory cgroup of "
@@ -411,6 +437,7 @@ Json ResultsJson(const std::vector<RunResult>& runs, uint64_t cache_bytes) {
       j["device_read_bytes"] = r.device_read_bytes;
     }
     if (r.has_folio) j["folio"] = FolioJson(r.folio);
+    if (!r.round_iops.empty()) j["round_iops"] = r.round_iops;
     j["notes"] = r.notes;
     jobs.push_back(j);
   }

@@ -30,6 +30,9 @@ struct RunResult {
   MemoryReport memory;
   int64_t device_read_bytes = -1;  // over the timed region; -1 = not counted
   std::vector<std::string> notes;
+  // With --repeat N > 1: this is the median-IOPS run of the engine's N runs of the job, and
+  // round_iops holds every run's IOPS in the order they ran (empty for a single run).
+  std::vector<double> round_iops;
 
   uint64_t ops() const { return timed.read.ops + timed.write.ops; }
   uint64_t bytes() const { return timed.read.bytes + timed.write.bytes; }
@@ -42,6 +45,11 @@ struct RunResult {
   // limit, a job that does not read).
   double hit_ratio() const;
 };
+
+// One engine's runs of one job (--repeat; REQUIRES: at least one) -> the median-IOPS run
+// (the lower middle one for an even count), carrying every run's IOPS in the order they ran
+// in round_iops (left empty for a single run).
+RunResult MedianRun(std::vector<RunResult> runs);
 
 // "412k", "1.01M", "950".
 std::string FormatIops(double iops);

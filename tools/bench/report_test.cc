@@ -107,6 +107,32 @@ TEST(ReportTest, TableHasRatiosAndFolioStats) {
   EXPECT_NE(FormatLegend().find("CPU s/GiB"), std::string::npos);
 }
 
+TEST(ReportTest, MedianRunKeepsTheMiddleRunAndEveryRoundInOrder) {
+  // Three rounds: 300k, 100k, 200k IOPS (4 s each) -> the 200k run, rounds in run order.
+  RunResult m = MedianRun({FakeRun("kernel", 1200000, 4), FakeRun("kernel", 400000, 4),
+                           FakeRun("kernel", 800000, 4)});
+  EXPECT_EQ(m.ops(), 800000u);
+  ASSERT_EQ(m.round_iops.size(), 3u);
+  EXPECT_DOUBLE_EQ(m.round_iops[0], 300000);
+  EXPECT_DOUBLE_EQ(m.round_iops[1], 100000);
+  EXPECT_DOUBLE_EQ(m.round_iops[2], 200000);
+  // An even count takes the lower middle run; a single run carries no rounds.
+  EXPECT_EQ(MedianRun({FakeRun("kernel", 400, 4), FakeRun("kernel", 100, 4),
+                       FakeRun("kernel", 300, 4), FakeRun("kernel", 200, 4)}).ops(), 200u);
+  EXPECT_TRUE(MedianRun({FakeRun("kernel", 400, 4)}).round_iops.empty());
+
+  // The table compares the medians and lists the rounds; the JSON carries them.
+  RunResult f = MedianRun({FakeRun("folio:dynamic", 2400000, 4), FakeRun("folio:dynamic", 1600000, 4),
+                           FakeRun("folio:dynamic", 2000000, 4)});
+  const std::string t = FormatJobTable({m, f});
+  EXPECT_NE(t.find("2.50x"), std::string::npos) << t;  // 500k / 200k
+  EXPECT_NE(t.find("kernel: the median of 3 runs; IOPS per run, in order: 300.0k 100.0k 200.0k"),
+            std::string::npos) << t;
+  const nlohmann::ordered_json j = ResultsJson({m}, 1ull << 30);
+  EXPECT_EQ(j["jobs"][0]["round_iops"].size(), 3u);
+  EXPECT_FALSE(ResultsJson({FakeRun("kernel", 400, 4)}, 1ull << 30)["jobs"][0].contains("round_iops"));
+}
+
 TEST(ReportTest, LimitColumnMemoryAndHitRatio) {
   std::vector<RunResult> runs = {FakeRun("limit", 4000000, 4), FakeRun("kernel", 1000000, 4),
                                  FakeRun("folio:dynamic", 3000000, 4)};

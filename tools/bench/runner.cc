@@ -11,6 +11,7 @@
 #include <fstream>
 #include <random>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/progress.h"
@@ -224,7 +225,9 @@ class Bench {
   int Run();
 
  private:
-  Result<RunResult> RunOne(const PlannedJob& p, const EngineSpec& spec, uint64_t seed);
+  // round_label is appended to the progress line's name (e.g. " (run 2/3)").
+  Result<RunResult> RunOne(const PlannedJob& p, const EngineSpec& spec, uint64_t seed,
+                           const std::string& round_label);
   int Fail(const Status& s, const std::string& what) {
     if (stop_.stopped()) return Interrupted();
     return cli::ExitWithStatus(kPrefix, s.WithContext(what));
@@ -264,11 +267,7 @@ void Bench::MatchKernelDirtyThresholds() {
   cache_options_ = config_.cache_options;
   const PageCacheOptions& o = cache_options_;
   auto own = [&](const std::string& why) {
-    const uint64_t bg = o.dirty_background_bytes != 0
-                            ? o.dirty_background_bytes
-                            : config_.cache_bytes / 100 * o.dirty_background_ratio;
-    const uint64_t limit =
-        o.dirty_bytes != 0 ? o.dirty_bytes : config_.cache_bytes / 100 * o.dirty_ratio;
+    const auto [bg, limit] = EffectiveDirtyThresholds(o, config_.cache_bytes);
     writeback_json_ = {{"thresholds", "folio"}, {"background_bytes", bg},
                        {"limit_bytes", limit}, {"why", why}};
     return std::make_pair(bg, limit);
@@ -368,7 +367,8 @@ Status Bench::MakeDirectArena(const std::vector<PlannedJob>& jobs) {
   return device_->RegisterArena(direct_arena_.get());
 }
 
-Result<RunResult> Bench::RunOne(const PlannedJob& p, const EngineSpec& spec, uint64_t seed) {
+Result<RunResult> Bench::RunOne(const PlannedJob& p, const EngineSpec& spec, uint64_t seed,
+                                const std::string& round_label) {
   EngineContext ctx;
   ctx.job = p.job;
   ctx.engine = spec;
@@ -384,7 +384,8 @@ Result<RunResult> Bench::RunOne(const PlannedJob& p, const EngineSpec& spec, uin
   ctx.memcg = memcg_.get();
   ctx.unlimited_why = unlimited_why_;
   FOLIO_ASSIGN_OR_RETURN(RunResult r,
-                         RunEngineJob(ctx, seed, progress_mode(), p.job.name + " " + spec.Name()));
+                         RunEngineJob(ctx, seed, progress_mode(),
+                                      p.job.name + " " + spec.Name() + round_label));
   r.file = p.file;
   r.file_created = !p.on_device && p.job.filename.empty();
   r.on_device = p.on_device;
@@ -467,19 +468,32 @@ int Bench::Run() {
       Status s = FillFile(p.file, p.fill_from, p.file_bytes, stop_.flag(), progress_mode());
       if (!s.ok()) return Fail(s, "job '" + p.job.name + "'");
     }
-    std::vector<RunResult> job_runs;
     std::vector<std::string> job_notes;
-    for (const EngineSpec& spec : config_.engines) {
-      if (stop_.stopped()) return Interrupted();
-      if (spec.kind == EngineSpec::Kind::kLimit && p.job.direct) {
-        job_notes.push_back("limit skipped: it is the ceiling of cached runs, and direct=1 "
-                            "bypasses every cache");
-        continue;
+    // rounds[e]: engine e's runs of this job; the engines take turns, round after round.
+    std::vector<std::vector<RunResult>> rounds(config_.engines.size());
+    for (uint32_t round = 0; round < config_.repeat; ++round) {
+      for (size_t e = 0; e < config_.engines.size(); ++e) {
+        const EngineSpec& spec = config_.engines[e];
+        if (stop_.stopped()) return Interrupted();
+        if (spec.kind == EngineSpec::Kind::kLimit && p.job.direct) {
+          if (round == 0) {
+            job_notes.push_back("limit skipped: it is the ceiling of cached runs, and direct=1 "
+                                "bypasses every cache");
+          }
+          continue;
+        }
+        const std::string round_label =
+            config_.repeat > 1 ? fmt::format(" (run {}/{})", round + 1, config_.repeat) : "";
+        Result<RunResult> r = RunOne(p, spec, job_seeds[j], round_label);
+        if (!r.ok()) return Fail(r.status(), "job '" + p.job.name + "' engine " + spec.Name());
+        rounds[e].push_back(std::move(r).value());
       }
-      Result<RunResult> r = RunOne(p, spec, job_seeds[j]);
-      if (!r.ok()) return Fail(r.status(), "job '" + p.job.name + "' engine " + spec.Name());
-      job_runs.push_back(*r);
-      results_.push_back(*r);
+    }
+    std::vector<RunResult> job_runs;
+    for (std::vector<RunResult>& runs : rounds) {
+      if (runs.empty()) continue;
+      job_runs.push_back(MedianRun(std::move(runs)));
+      results_.push_back(job_runs.back());
     }
     if (dir != nullptr && !p.on_device && p.job.filename.empty()) dir->Remove(p.file);
     if (stop_.stopped()) return Interrupted();

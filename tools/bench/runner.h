@@ -39,6 +39,10 @@ struct BenchConfig {
   std::string plot_path;              // empty: no plot
   std::vector<std::string> jobfiles;
   std::optional<uint64_t> seed;       // default: fixed (randrepeat), printed
+  // --repeat: each job runs this many rounds of every engine in turn (engine A, B, C, then A,
+  // B, C again), so a slow spell of the disk or the machine falls on every engine alike; each
+  // engine reports its median-IOPS run (the lower middle one for an even count).
+  uint32_t repeat = 1;
   // --kernel-memory: the memory cgroup limit of the kernel engine's buffered runs (default
   // cache_bytes: equal memory); nullopt = all of the machine's memory (no cgroup).
   std::optional<uint64_t> kernel_memory_bytes;

@@ -90,6 +90,12 @@ void AddCacheWritebackFlags(CLI::App* app, CacheWritebackFlags* flags) {
                               "off (fall back to smaller folios) (default {})",
                               CompactionModeName(d.compaction)))
       ->type_name("migrate|evict|off");
+  app->add_option("--compaction-background", flags->compaction_background,
+                  fmt::format("With compaction on: a background compactor builds free blocks "
+                              "of an order that a request had to compact for or fell back "
+                              "from, ahead of the next requests (default {})",
+                              d.compaction_background ? "on" : "off"))
+      ->type_name("on|off");
 }
 
 Status ApplyCacheWritebackFlags(const CacheWritebackFlags& flags, PageCacheOptions* options) {
@@ -100,6 +106,13 @@ Status ApplyCacheWritebackFlags(const CacheWritebackFlags& flags, PageCacheOptio
           "--compaction {}: unknown mode; use migrate, evict or off", flags.compaction));
     }
     options->compaction = *mode;
+  }
+  if (!flags.compaction_background.empty()) {
+    if (flags.compaction_background != "on" && flags.compaction_background != "off") {
+      return Status::InvalidArgument(fmt::format("--compaction-background {}: use on or off",
+                                                 flags.compaction_background));
+    }
+    options->compaction_background = flags.compaction_background == "on";
   }
   FOLIO_RETURN_IF_ERROR(ApplyRatioOrBytes(
       "--dirty-background-ratio", flags.dirty_background_ratio, "--dirty-background-bytes",

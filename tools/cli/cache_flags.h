@@ -2,8 +2,9 @@
 // cache (bench, export), named after the kernel's vm.dirty_* sysctls and in their units:
 // --dirty-background-ratio N / --dirty-background-bytes SIZE, --dirty-ratio N /
 // --dirty-bytes SIZE (N percent of --cache), --dirty-expire-centisecs N and
-// --dirty-writeback-centisecs N (hundredths of a second), and --compaction migrate|evict|off
-// (PageCacheOptions::compaction). The defaults are PageCacheOptions' (docs/page-cache.md sets
+// --dirty-writeback-centisecs N (hundredths of a second), --compaction migrate|evict|off
+// (PageCacheOptions::compaction) and --compaction-background on|off
+// (PageCacheOptions::compaction_background). The defaults are PageCacheOptions' (docs/page-cache.md sets
 // them beside the kernel's).
 //
 // Thread safety: call from main's thread while building a command.
@@ -28,6 +29,7 @@ struct CacheWritebackFlags {
   std::string dirty_expire_centisecs;
   std::string dirty_writeback_centisecs;
   std::string compaction;
+  std::string compaction_background;
 };
 
 void AddCacheWritebackFlags(CLI::App* app, CacheWritebackFlags* flags);
