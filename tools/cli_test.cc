@@ -246,6 +246,17 @@ TEST_F(CliTest, TinyDirectBenchAndTable) {
   ASSERT_EQ(repeated["jobs"].size(), 2u) << "one entry per engine: its median run";
   EXPECT_EQ(repeated["jobs"][0]["round_iops"].size(), 2u);
   EXPECT_EQ(repeated["jobs"][1]["round_iops"].size(), 2u);
+  // iodepth_batch (fio's alias of iodepth_batch_submit): 4 queued ops per submission.
+  const std::string batched = WriteFile("batched.fio",
+                                        "[db]\nsize=8M\nruntime=1\ntime_based\nrw=randread\n"
+                                        "bs=4k\ndirect=1\niodepth=8\niodepth_batch=4\n");
+  o = Run({"bench", "--cache", "64M", "--dir", dir_, "--engine", "kernel,folio:dynamic",
+           "--output-format", "json", batched});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const nlohmann::json b = nlohmann::json::parse(o.out);
+  ASSERT_EQ(b["jobs"].size(), 2u);
+  EXPECT_EQ(b["jobs"][0]["job options"]["iodepth_batch_submit"], "4");
+  EXPECT_GT(b["jobs"][1]["read"]["total_ios"].get<uint64_t>(), 0u);
   // The default engines: limit is skipped for direct=1 with a note; cached jobs show vs limit.
   o = Run({"bench", "--cache", "64M", "--dir", dir_, "--engine", "limit,folio:4k", job});
   ASSERT_EQ(o.exit_code, 0) << o.err;

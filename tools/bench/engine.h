@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "bench/engine_spec.h"
 #include "bench/jobfile.h"
 #include "bench/workload.h"
@@ -121,6 +123,11 @@ class Engine {
 std::unique_ptr<Engine> NewKernelEngine(const EngineContext& ctx);
 std::unique_ptr<Engine> NewLimitEngine(const EngineContext& ctx);
 std::unique_ptr<Engine> NewFioEngine(const EngineContext& ctx);
+// A latency histogram of `ops` operations rebuilt from one of fio's JSON latency objects
+// ({"percentile": {"1.000000": ns, ...}, "mean", "max"}): the ops between two percentile
+// points are put at the upper point's value, in the points' numeric order (the JSON object's
+// keys sort as text: "10.000000" before "5.000000"). Empty without percentiles or ops.
+HistogramSnapshot FioLatencyHistogram(const nlohmann::json& lat, uint64_t ops);
 std::unique_ptr<Engine> NewFolioCachedEngine(const EngineContext& ctx);
 std::unique_ptr<Engine> NewFolioDirectEngine(const EngineContext& ctx);
 

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -46,6 +47,7 @@ std::vector<std::string> FioArgs(const EngineContext& ctx, uint64_t seed) {
       "--rw=" + std::string(RwModeName(j.rw)), "--bs=" + std::to_string(j.block_bytes),
       "--offset=" + std::to_string(ctx.region_offset),
       "--size=" + std::to_string(ctx.region_bytes), "--iodepth=" + std::to_string(j.iodepth),
+      "--iodepth_batch_submit=" + std::to_string(j.iodepth_batch_submit),
       "--numjobs=" + std::to_string(j.numjobs), std::string("--direct=") + (j.direct ? "1" : "0"),
       "--rwmixread=" + std::to_string(j.rwmixread), "--ramp_time=" + Us(j.ramp_time_us),
       "--randseed=" + std::to_string(seed), std::string("--randrepeat=") + (j.randrepeat ? "1" : "0"),
@@ -64,38 +66,15 @@ std::vector<std::string> FioArgs(const EngineContext& ctx, uint64_t seed) {
   return a;
 }
 
-// A latency histogram rebuilt from fio's clat percentiles: the ops between two percentile
-// points are put at the upper point's value.
-HistogramSnapshot FromPercentiles(const nlohmann::json& clat, uint64_t ops) {
-  HistogramSnapshot h;
-  if (ops == 0 || !clat.contains("percentile")) return h;
-  double prev = 0;
-  uint64_t placed = 0;
-  for (const auto& [key, value] : clat["percentile"].items()) {
-    const double p = std::strtod(key.c_str(), nullptr);
-    const auto n = static_cast<uint64_t>(static_cast<double>(ops) * (p - prev) / 100.0);
-    const uint64_t v = value.get<uint64_t>();
-    h.counts[Histogram::BucketFor(v)] += n;
-    placed += n;
-    prev = p;
-  }
-  const uint64_t max = clat.value("max", uint64_t{0});
-  h.counts[Histogram::BucketFor(max)] += ops - placed;  // the tail beyond the last point
-  h.count = ops;
-  h.sum = static_cast<uint64_t>(clat.value("mean", 0.0) * static_cast<double>(ops));
-  h.max = max;
-  return h;
-}
-
 DirStats DirFrom(const nlohmann::json& d) {
   DirStats s;
   s.ops = d.value("total_ios", uint64_t{0});
   s.bytes = d.value("io_bytes", uint64_t{0});
   // Total latency (submission + completion), what the bench times for its own engines.
   if (d.contains("lat_ns") && d["lat_ns"].contains("percentile")) {
-    s.latency_ns = FromPercentiles(d["lat_ns"], s.ops);
+    s.latency_ns = FioLatencyHistogram(d["lat_ns"], s.ops);
   } else if (d.contains("clat_ns")) {
-    s.latency_ns = FromPercentiles(d["clat_ns"], s.ops);
+    s.latency_ns = FioLatencyHistogram(d["clat_ns"], s.ops);
   }
   return s;
 }
@@ -229,6 +208,32 @@ class FioEngine : public Engine {
 };
 
 }  // namespace
+
+HistogramSnapshot FioLatencyHistogram(const nlohmann::json& lat, uint64_t ops) {
+  HistogramSnapshot h;
+  if (ops == 0 || !lat.contains("percentile")) return h;
+  std::vector<std::pair<double, uint64_t>> points;  // (percent, ns)
+  for (const auto& [key, value] : lat["percentile"].items()) {
+    points.emplace_back(std::strtod(key.c_str(), nullptr), value.get<uint64_t>());
+  }
+  std::sort(points.begin(), points.end());
+  uint64_t placed = 0;
+  for (const auto& [p, v] : points) {
+    // The op at rank p% (what HistogramSnapshot::Percentile(p / 100) reads) and those below it
+    // sit at or below the point's value.
+    const auto upto = std::min(
+        ops, static_cast<uint64_t>(std::llround(static_cast<double>(ops) * p / 100.0)) + 1);
+    if (upto <= placed) continue;
+    h.counts[Histogram::BucketFor(v)] += upto - placed;
+    placed = upto;
+  }
+  const uint64_t max = lat.value("max", uint64_t{0});
+  h.counts[Histogram::BucketFor(max)] += ops - placed;  // the tail beyond the last point
+  h.count = ops;
+  h.sum = static_cast<uint64_t>(lat.value("mean", 0.0) * static_cast<double>(ops));
+  h.max = max;
+  return h;
+}
 
 std::unique_ptr<Engine> NewFioEngine(const EngineContext& ctx) {
   return std::make_unique<FioEngine>(ctx);

@@ -227,15 +227,11 @@ class DirectWorker : public WorkerIo {
     r->Reset(op.write ? IoOp::kWrite : IoOp::kRead, op.pos, job_.block_bytes,
              arena_->Data(bufs_[op.slot]));
     batch_.push_back(r);
-    return Status::OK();
+    return batch_.size() >= job_.SubmitBatch() ? SubmitQueued() : Status::OK();
   }
 
   Status Reap(std::vector<uint32_t>* done) override {
-    if (!batch_.empty()) {
-      Status s = device_->Submit(batch_);
-      batch_.clear();
-      if (!s.ok()) return s;
-    }
+    FOLIO_RETURN_IF_ERROR(SubmitQueued());
     const size_t before = done->size();
     done_ = done;
     error_ = Status::OK();
@@ -255,6 +251,15 @@ class DirectWorker : public WorkerIo {
   Status Sync(bool) override { return device_->Flush(); }
 
  private:
+  // Submits what Start queued: every SubmitBatch() ops (fio's iodepth_batch_submit, 1 by
+  // default: each op as it is queued), and the rest before Reap waits.
+  Status SubmitQueued() {
+    if (batch_.empty()) return Status::OK();
+    Status s = device_->Submit(batch_);
+    batch_.clear();
+    return s;
+  }
+
   static void OnDone(IoRequest* r) {
     auto* self = static_cast<DirectWorker*>(r->ctx);
     if (!r->status.ok() && self->error_.ok()) self->error_ = r->status;

@@ -18,7 +18,8 @@ namespace folio::bench {
 namespace {
 
 constexpr std::string_view kSupportedKeys =
-    "rw, bs, size, filename, iodepth, numjobs, runtime, time_based, direct, rwmixread, "
+    "rw, bs, size, filename, iodepth, iodepth_batch_submit (iodepth_batch), numjobs, runtime, "
+    "time_based, direct, rwmixread, "
     "ramp_time, pre_read, fsync, fdatasync, end_fsync, fsync_on_close, offset, randrepeat, "
     "norandommap, random_distribution, rate_iops, startdelay, loops (ioengine, thread, "
     "group_reporting are ignored)";
@@ -322,6 +323,14 @@ constexpr KeyDef kKeys[] = {
      }},
     {"iodepth", false, "iodepth=32",
      [](JobSpec* s, std::string_view v) { return ParseRange("iodepth", v, 1, kIodepthMax, &s->iodepth); }},
+    {"iodepth_batch_submit", false, "iodepth_batch_submit=8",
+     [](JobSpec* s, std::string_view v) {
+       return ParseRange("iodepth_batch_submit", v, 0, kIodepthMax, &s->iodepth_batch_submit);
+     }},
+    {"iodepth_batch", false, "iodepth_batch=8",
+     [](JobSpec* s, std::string_view v) {
+       return ParseRange("iodepth_batch", v, 0, kIodepthMax, &s->iodepth_batch_submit);
+     }},
     {"numjobs", false, "numjobs=2",
      [](JobSpec* s, std::string_view v) { return ParseRange("numjobs", v, 1, kNumjobsMax, &s->numjobs); }},
     {"runtime", false, "runtime=10",
@@ -575,6 +584,7 @@ std::string JobFileToString(const JobFile& file) {
     if (j.size_bytes != 0) out += "size=" + std::to_string(j.size_bytes) + "\n";
     if (!j.filename.empty()) out += "filename=" + j.filename + "\n";
     out += "iodepth=" + std::to_string(j.iodepth) + "\n";
+    out += "iodepth_batch_submit=" + std::to_string(j.iodepth_batch_submit) + "\n";
     out += "numjobs=" + std::to_string(j.numjobs) + "\n";
     out += "runtime=" + std::to_string(j.runtime_us) + "us\n";
     out += std::string("time_based=") + (j.time_based ? "1" : "0") + "\n";

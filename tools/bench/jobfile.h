@@ -7,7 +7,8 @@
 //   rw=randread
 //   time_based           a bare key is a boolean set to 1
 //
-// Supported keys: rw, bs, size, filename, iodepth, numjobs, runtime, time_based, direct,
+// Supported keys: rw, bs, size, filename, iodepth, iodepth_batch_submit (alias iodepth_batch),
+// numjobs, runtime, time_based, direct,
 // rwmixread, ramp_time, pre_read, fsync, fdatasync, end_fsync, fsync_on_close, offset,
 // randrepeat, norandommap, random_distribution, rate_iops, startdelay, loops; ioengine, thread
 // and group_reporting are accepted and ignored. Values follow fio's HOWTO (3.33): booleans 0/1,
@@ -21,6 +22,7 @@
 // Thread safety: pure functions over values.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -50,6 +52,10 @@ struct JobSpec {
   uint64_t size_bytes = 0;         // size: bytes the job covers; 0 = filename's (or --device's) size
   std::string filename;            // empty: bench creates a temp file of size_bytes
   uint32_t iodepth = 1;            // 1..1024
+  // iodepth_batch_submit (alias iodepth_batch): how many queued I/Os go to the kernel in one
+  // submission; fio's default 1 submits each as soon as it is queued, 0 means iodepth. Use
+  // SubmitBatch() for the effective value.
+  uint32_t iodepth_batch_submit = 1;  // 0..1024
   uint32_t numjobs = 1;            // 1..64
   uint64_t runtime_us = 0;         // 0 = no limit
   bool time_based = false;
@@ -84,6 +90,11 @@ struct JobSpec {
   }
 
   bool operator==(const JobSpec&) const = default;
+  // I/Os a worker queues before it submits them: iodepth_batch_submit, 0 = iodepth, at most
+  // iodepth (it also submits whatever is queued before it waits for completions).
+  uint32_t SubmitBatch() const {
+    return iodepth_batch_submit == 0 ? iodepth : std::min(iodepth_batch_submit, iodepth);
+  }
 };
 
 struct JobFile {

@@ -71,6 +71,7 @@ TEST(JobFileTest, GlobalsAreInheritedAndJobsOverride) {
   EXPECT_EQ(b.rw, RwMode::kWrite);
   EXPECT_EQ(b.block_bytes, 64u << 10) << "the global bs, not the other job's";
   EXPECT_EQ(b.iodepth, 1u) << "job keys do not leak into later jobs";
+  EXPECT_EQ(a.SubmitBatch(), 1u) << "fio's default: each I/O submitted as it is queued";
   EXPECT_FALSE(b.pre_read);
   EXPECT_EQ(b.numjobs, 2u);
   EXPECT_TRUE(b.direct);
@@ -153,6 +154,8 @@ TEST(JobFileTest, BadValuesNameTheKeyAndTheFix) {
       {"size=50%", "percentages are not supported"},
       {"size=lots", "size 'lots': not a size"},
       {"iodepth=0", "iodepth=0: must be a whole number from 1 to 1024"},
+      {"iodepth_batch_submit=1025", "iodepth_batch_submit=1025: must be a whole number from 0 to 1024"},
+      {"iodepth_batch=x", "iodepth_batch=x: must be a whole number"},
       {"iodepth=1025", "iodepth=1025: must be a whole number from 1 to 1024"},
       {"iodepth=-1", "iodepth=-1: must be a whole number"},
       {"numjobs=65", "numjobs=65: must be a whole number from 1 to 64"},
@@ -321,6 +324,7 @@ TEST(JobFileTest, CanonicalTextRoundTrips) {
       j.size_bytes = rng() % 8 == 0 ? 0 : j.block_bytes * (1 + rng() % 100000);
       if (j.size_bytes == 0 || rng() % 3 == 0) j.filename = "/tmp/f " + std::to_string(rng());
       j.iodepth = 1 + static_cast<uint32_t>(rng() % kIodepthMax);
+      j.iodepth_batch_submit = static_cast<uint32_t>(rng() % (kIodepthMax + 1));
       j.numjobs = 1 + static_cast<uint32_t>(rng() % kNumjobsMax);
       j.runtime_us = rng() % 2 ? 0 : 1 + rng() % 100000000;
       j.time_based = j.runtime_us != 0 && rng() % 2;

@@ -227,6 +227,7 @@ Json FolioJson(const FolioRunStats& f) {
 Json JobOptionsJson(const JobSpec& j) {
   return Json{{"rw", std::string(RwModeName(j.rw))}, {"bs", std::to_string(j.block_bytes)},
               {"size", std::to_string(j.size_bytes)}, {"iodepth", std::to_string(j.iodepth)},
+              {"iodepth_batch_submit", std::to_string(j.iodepth_batch_submit)},
               {"numjobs", std::to_string(j.numjobs)},
               {"runtime", std::to_string(j.runtime_us / 1000000)},
               {"time_based", j.time_based ? "1" : "0"}, {"direct", j.direct ? "1" : "0"},

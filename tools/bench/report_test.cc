@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bench/engine.h"
 #include "bench/engine_spec.h"
 #include "bench/plot.h"
 
@@ -131,6 +132,28 @@ TEST(ReportTest, MedianRunKeepsTheMiddleRunAndEveryRoundInOrder) {
   const nlohmann::ordered_json j = ResultsJson({m}, 1ull << 30);
   EXPECT_EQ(j["jobs"][0]["round_iops"].size(), 3u);
   EXPECT_FALSE(ResultsJson({FakeRun("kernel", 400, 4)}, 1ull << 30)["jobs"][0].contains("round_iops"));
+}
+
+// fio's JSON names its percentile points "1.000000", "5.000000", "10.000000", ...; as object
+// keys they iterate in text order ("10.000000" before "5.000000"), which put the ops between
+// points at the wrong values (every fio row's p50 equalled its p99).
+TEST(FioJsonTest, LatencyPercentilesInNumericOrder) {
+  const nlohmann::json lat = nlohmann::json::parse(R"({
+      "percentile": {"1.000000": 100, "5.000000": 200, "10.000000": 300, "20.000000": 400,
+                     "50.000000": 1000, "90.000000": 5000, "99.000000": 20000,
+                     "99.900000": 40000},
+      "mean": 1500.0, "max": 50000})");
+  const HistogramSnapshot h = FioLatencyHistogram(lat, 100000);
+  EXPECT_EQ(h.count, 100000u);
+  EXPECT_EQ(h.max, 50000u);
+  // Histogram buckets are within 25%.
+  EXPECT_GE(h.Percentile(0.5), 750u);
+  EXPECT_LE(h.Percentile(0.5), 1250u);
+  EXPECT_GE(h.Percentile(0.99), 15000u);
+  EXPECT_LE(h.Percentile(0.99), 25000u);
+  EXPECT_LE(h.Percentile(0.05), 250u);
+  EXPECT_EQ(FioLatencyHistogram(nlohmann::json::object(), 100).count, 0u);
+  EXPECT_EQ(FioLatencyHistogram(lat, 0).count, 0u);
 }
 
 TEST(ReportTest, LimitColumnMemoryAndHitRatio) {
