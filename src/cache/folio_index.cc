@@ -10,6 +10,7 @@ FolioIndex::FolioIndex(uint64_t max_pages)
     : max_pages_(max_pages),
       nr_segments_((max_pages + kSegmentPages - 1) / kSegmentPages),
       dir_(std::make_unique<std::atomic<Segment*>[]>(nr_segments_)),
+      whole_(std::make_unique<std::atomic<Folio*>[]>(nr_segments_)),
       dirty_segments_(std::make_unique<std::atomic<uint64_t>[]>((nr_segments_ + 63) / 64)) {}
 
 FolioIndex::~FolioIndex() {
@@ -28,16 +29,21 @@ FolioIndex::Segment* FolioIndex::GetOrCreate(uint64_t seg) {
 void FolioIndex::Store(uint64_t index, int order, Folio* f) {
   uint64_t n = OrderPages(order);
   FOLIO_CHECK(index % n == 0 && index + n <= max_pages_);
-  Segment* s = GetOrCreate(index >> kSegmentShift);
+  const uint64_t seg = index >> kSegmentShift;
+  Segment* s = GetOrCreate(seg);
+  if (order < kSegmentShift) whole_[seg].store(nullptr, std::memory_order_release);
   uint64_t slot = index & (kSegmentPages - 1);
   for (uint64_t i = 0; i < n; ++i) s->slots[slot + i].store(f, std::memory_order_release);
+  if (order == kSegmentShift) whole_[seg].store(f, std::memory_order_release);
 }
 
 void FolioIndex::Clear(uint64_t index, int order) {
   uint64_t n = OrderPages(order);
   FOLIO_CHECK(index % n == 0 && index + n <= max_pages_);
-  Segment* s = dir_[index >> kSegmentShift].load(std::memory_order_relaxed);
+  const uint64_t seg = index >> kSegmentShift;
+  Segment* s = dir_[seg].load(std::memory_order_relaxed);
   FOLIO_CHECK(s != nullptr);
+  whole_[seg].store(nullptr, std::memory_order_release);
   uint64_t slot = index & (kSegmentPages - 1);
   for (uint64_t i = 0; i < n; ++i) s->slots[slot + i].store(nullptr, std::memory_order_release);
 }
