@@ -19,6 +19,9 @@ function(folio_add_test)
   if("concurrency" IN_LIST T_LABELS)
     add_dependencies(concurrency_tests ${T_NAME})
   endif()
+  if(NOT "slow" IN_LIST T_LABELS)
+    add_dependencies(default_tests ${T_NAME})
+  endif()
   # The tests' properties are set by a file ctest includes after the discovered tests
   # (gtest_discover_tests' PROPERTIES lose every element of a list value but the first: LABELS
   # "unit;concurrency" would be just "unit").
