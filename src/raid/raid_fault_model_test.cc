@@ -22,7 +22,7 @@
 // fault tally (each fault kind as armed, and the injected errors the members returned).
 //
 // FOLIO_SEED picks the first of 5 seeds (default 0x5eed; base 0), FOLIO_MODEL_OPS the operations
-// per level (split evenly over the seeds).
+// per level (split evenly over the seeds; FOLIO_MODEL_OPS_DIVISOR scales them, test_model_ops.h).
 // A failure prints the seed, the level and the operation number.
 #include <gtest/gtest.h>
 
@@ -40,6 +40,7 @@
 
 #include "base/check.h"
 #include "base/clock.h"
+#include "base/test_model_ops.h"
 #include "folio/arena.h"
 #include "folio/fault_device.h"
 #include "folio/raid.h"
@@ -57,11 +58,9 @@ constexpr uint64_t kDefaultOps = 1000000;
 #else
 constexpr uint64_t kDefaultOps = 100000;
 #endif
-
-uint64_t ModelOps() {
-  if (const char* s = std::getenv("FOLIO_MODEL_OPS")) return std::strtoull(s, nullptr, 0);
-  return kDefaultOps;
-}
+// The fewest operations (per level, over the five default seeds) that are still hard enough:
+// 10000 replace a member inside a running sync once at each level; 5000 never do at RAID 5.
+constexpr uint64_t kFewestOps = 10000;
 
 uint64_t Mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -962,7 +961,7 @@ void RunModel(RaidLevel level) {
   // random seed can miss a rare event (FOLIO_SEED=152284949 had no replace inside a sync).
   // FOLIO_SEED explores other seeds.
   const uint64_t base = TestSeedOr(0x5eed);
-  const uint64_t ops = ModelOps();
+  const uint64_t ops = ModelOps(kDefaultOps, kFewestOps);
   const uint32_t seeds = 5;
   Counters all;
   const uint64_t t0_ns = MonotonicNowNs();
