@@ -7,7 +7,7 @@ BENCH_ARGS ?=
 RESYNC_ARGS ?= --model hdd --size 128M
 FS_BENCH_ARGS ?=
 
-.PHONY: all deps release debug tsan run test test-debug test-tsan test-arm64 test-arm64-ci fuzz bench clean
+.PHONY: all deps release debug tsan run test test-debug test-tsan test-arm64 fuzz bench clean
 
 all: release
 
@@ -63,15 +63,12 @@ test-tsan: tsan
 fuzz: deps
 	scripts/run-fuzzers.sh
 
-# Folio as an aarch64 program: cross-compiled, every non-FUSE test under qemu-user, twice
-# (-cpu max and -cpu cortex-a53). Installs its own packages (scripts/install-deps.sh --arm64).
+# Folio as an aarch64 program: cross-compiled (preset arm64), every test of the default run but
+# the FUSE mounts under qemu-user, twice (-cpu max and -cpu cortex-a53), the model tests shortened
+# (cmake/qemu-aarch64.sh). Installs its own packages (scripts/install-deps.sh --arm64). CI runs
+# it after `make test` (.ci/run); docs/cpu-dispatch.md has what it runs and its cost.
 test-arm64:
 	JOBS=$(JOBS) scripts/test-arm64.sh
-
-# What CI runs under qemu (the whole of test-arm64 does not fit its time budget): the unit tests
-# of src/base (dispatch, CRC32C, copies, atomics), src/mem, src/io and src/raid, both CPUs.
-test-arm64-ci:
-	JOBS=$(JOBS) scripts/test-arm64.sh --ci
 
 clean:
 	rm -rf build

@@ -11,6 +11,11 @@
 # GoogleTest's "threadsafe" death tests (src/base/death_test_util.h) re-exec the test binary,
 # which fails without binfmt (the child is an aarch64 binary that the x86-64 kernel cannot run:
 # "Exec format error"); the "fast" style forks without exec.
+# The model tests run a tenth of their default operations (src/base/test_model_ops.h; each suite
+# keeps the floor that still makes its run hard enough): qemu-user translates every aarch64
+# instruction, and CI runs every test under two CPUs (docs/cpu-dispatch.md lists what each suite
+# ran). FOLIO_MODEL_OPS_DIVISOR=1 runs them in full.
 export QEMU_LD_PREFIX=/
 export GTEST_DEATH_TEST_STYLE=fast
+export FOLIO_MODEL_OPS_DIVISOR="${FOLIO_MODEL_OPS_DIVISOR:-10}"
 exec qemu-aarch64 -cpu "${FOLIO_QEMU_CPU:-max}" "$@"

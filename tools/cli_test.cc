@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
+#include "io/io_test_util.h"
 
 namespace {
 
@@ -219,6 +220,7 @@ TEST_F(CliTest, TinyBenchRunsEveryEngine) {
 }
 
 TEST_F(CliTest, TinyDirectBenchAndTable) {
+  FOLIO_SKIP_WITHOUT_IO_URING();  // the kernel engine's direct=1 path is io_uring itself
   const std::string job = WriteFile("direct.fio",
                                     "[dr]\nsize=8M\nruntime=1\ntime_based\nrw=randread\nbs=4k\n"
                                     "direct=1\niodepth=8\n");
@@ -378,8 +380,7 @@ TEST_F(CliTest, BenchRemovesItsCgroupOnSigint) {
     int null = open("/dev/null", O_WRONLY);
     dup2(null, 1);
     dup2(null, 2);
-    execl(FOLIO_BINARY, FOLIO_BINARY, "bench", "--cache", "32M", "--dir", dir_.c_str(),
-          "--engine", "kernel", job.c_str(), static_cast<char*>(nullptr));
+    ExecFolio({"bench", "--cache", "32M", "--dir", dir_, "--engine", "kernel", job});
     _exit(127);
   }
   const std::string cgroup = home + "/folio-bench." + std::to_string(pid);

@@ -57,7 +57,7 @@ void BM_Cas(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-const bool kRegistered = [] {
+const bool kAtomicsRegistered = [] {
   ForEachAtomicsImpl([](AtomicsImpl impl, BenchSetupFn setup) {
     const std::string prefix = "Atomics/" + std::string(AtomicsImplName(impl));
     auto add = [setup](benchmark::internal::Benchmark* b) {

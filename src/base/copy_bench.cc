@@ -62,7 +62,7 @@ void Args(benchmark::internal::Benchmark* b) {
 }
 
 // One registration per kernel this CPU can run, so a filter selects kernels by name.
-const bool kRegistered = [] {
+const bool kCopyRegistered = [] {
   for (CopyImpl impl : CopyImplsOfThisIsa()) {
     if (!CopyImplAvailable(impl, CpuFeaturesOnce())) continue;
     for (Direction dir : {Direction::kIn, Direction::kOut}) {

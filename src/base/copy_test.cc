@@ -1,6 +1,5 @@
 #include "base/copy.h"
 
-#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -8,13 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include "base/test_seed.h"
+
 namespace folio {
 namespace {
-
-uint64_t Seed() {
-  if (const char* s = std::getenv("FOLIO_SEED")) return std::strtoull(s, nullptr, 0);
-  return std::random_device{}();
-}
 
 std::vector<CopyImpl> RunnableKernels() {
   std::vector<CopyImpl> out;
@@ -63,8 +59,8 @@ class Pools {
 // (non-temporal threshold) / 2M boundaries, with source and destination offsets that cover
 // every alignment class of a 64-byte vector.
 TEST(CopyTest, EveryKernelIsCorrectForEveryLengthAndAlignment) {
-  const uint64_t seed = Seed();
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  const uint64_t seed = TestSeed();
+  FOLIO_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
   std::vector<size_t> lengths;
   for (size_t n = 0; n <= 300; ++n) lengths.push_back(n);

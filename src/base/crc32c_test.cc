@@ -1,12 +1,13 @@
 #include "base/crc32c.h"
 
-#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "base/test_seed.h"
 
 namespace folio {
 namespace {
@@ -22,11 +23,6 @@ uint32_t ReferenceCrc32c(const unsigned char* p, size_t n, uint32_t crc = 0) {
   return ~crc;
 }
 
-uint64_t Seed() {
-  if (const char* s = std::getenv("FOLIO_SEED")) return std::strtoull(s, nullptr, 0);
-  return std::random_device{}();
-}
-
 TEST(Crc32cTest, KnownVector) {
   const char* s = "123456789";
   EXPECT_EQ(Crc32c(s, 9), 0xE3069283u);
@@ -40,8 +36,8 @@ TEST(Crc32cTest, KnownVector) {
 // Both implementations against the reference on random lengths (0..~70K, and a few up to a
 // 2 MiB folio) at every start alignment 0..63, chained at a random cut.
 TEST(Crc32cTest, EveryImplementationMatchesTheReferenceAtRandomLengthsAndAlignments) {
-  const uint64_t seed = Seed();
-  SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
+  const uint64_t seed = TestSeed();
+  FOLIO_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
   std::vector<unsigned char> pool((2u << 20) + 4096);
   for (auto& b : pool) b = static_cast<unsigned char>(rng());

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/death_test_util.h"
 #include "base/test_seed.h"
 
 namespace folio {
@@ -69,7 +70,7 @@ TEST_F(EnvSeedTest, UsesTheEnvironmentInAnyBaseAndFallsBackWhenUnset) {
 }
 
 TEST_F(EnvSeedTest, GarbageEndsTheBinaryWithOneLineRatherThanRunningSeedZero) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  UseThreadsafeDeathTests();
   setenv("FOLIO_SEED", "5eed", 1);
   EXPECT_EXIT(TestSeed(), ::testing::ExitedWithCode(2), "FOLIO_SEED=5eed: not a seed");
 }

@@ -9,6 +9,7 @@
 //      reference again; the queue item is removed after it.
 #include "fs/data_path.h"
 #include "fs/file_data.h"
+#include "fs/fs_internal.h"
 #include "fs/slice_refs.h"
 #include "fs/stats_counters.h"
 #include "fs/store_io.h"
@@ -18,8 +19,6 @@ namespace folio::fs {
 namespace {
 
 constexpr size_t kDeletionBatch = 256;
-
-int64_t Round4k(uint64_t size) { return static_cast<int64_t>((size + 4095) / 4096 * 4096); }
 
 }  // namespace
 

@@ -14,8 +14,6 @@ namespace folio::fs {
 
 namespace {
 
-int64_t Round4k(uint64_t size) { return static_cast<int64_t>((size + 4095) / 4096 * 4096); }
-
 }  // namespace
 
 Result<meta::SliceId> FileData::NewSliceId() { return dp_->NewSliceId(); }

@@ -32,8 +32,6 @@ bool SameSlices(const std::vector<meta::Slice>& a, const std::vector<meta::Slice
   return true;
 }
 
-int64_t Round4k(uint64_t size) { return static_cast<int64_t>((size + 4095) / 4096 * 4096); }
-
 }  // namespace
 
 Status FileData::Truncate(uint64_t size, const Cred& cred) {

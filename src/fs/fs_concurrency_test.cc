@@ -21,9 +21,10 @@
 //
 // The actors and the observer: fs_concurrency_actor.h.
 //
-// FOLIO_SEED picks the seed (printed); FOLIO_MODEL_OPS the model's operations per worker;
-// FOLIO_MODEL_TRACE=1 prints every operation. A failure prints the seed, the thread, the
-// operation number and that thread's last operations.
+// FOLIO_SEED picks the seed (printed); FOLIO_MODEL_OPS the model's operations per worker
+// (FOLIO_MODEL_OPS_DIVISOR scales the default, test_model_ops.h); FOLIO_MODEL_TRACE=1 prints
+// every operation. A failure prints the seed, the thread, the operation number and that
+// thread's last operations.
 #include <fcntl.h>
 #include <linux/falloc.h>
 
@@ -36,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/test_model_ops.h"
 #include "base/test_seed.h"
 #include "fs/fs_concurrency_actor.h"
 #include "fs/fs_test_util.h"
@@ -194,9 +196,7 @@ class ModelWorker : public Actor {
 TEST(FsConcurrencyTest, WorkersAndAnObserverAgainstReferences) {
   const uint64_t seed = TestSeed();
   FOLIO_SEED_TRACE(seed);
-  const uint64_t ops = std::getenv("FOLIO_MODEL_OPS")
-                           ? std::strtoull(std::getenv("FOLIO_MODEL_OPS"), nullptr, 0)
-                           : kModelOpsPerWorker;
+  const uint64_t ops = ModelOps(kModelOpsPerWorker);
   std::printf("fs concurrency model: FOLIO_SEED=%llu, %d workers x %llu operations\n",
               static_cast<unsigned long long>(seed), kModelWorkers,
               static_cast<unsigned long long>(ops));

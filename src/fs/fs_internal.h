@@ -27,6 +27,12 @@ std::string InodeText(InodeId ino);  // "inode 12"
 // CLOCK_REALTIME in nanoseconds (file times).
 int64_t WallNs();
 
+// What a regular file of `size` bytes adds to the used-bytes counter (meta::Counter::kUsedBytes):
+// its size rounded up to whole 4 KiB blocks.
+inline int64_t Round4k(uint64_t size) {
+  return static_cast<int64_t>((size + 4095) / 4096 * 4096);
+}
+
 // The inode, or ENOENT naming it.
 Result<meta::Inode> GetInodeOrEnoent(meta::Txn& txn, InodeId ino);
 // The directory, or ENOENT / ENOTDIR; a removed directory (nlink 0) is ENOENT.

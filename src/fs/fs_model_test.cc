@@ -10,8 +10,8 @@
 // of the file wrote: an fsync, the settling of a closed file (a maintenance pass), a truncate
 // (the size; data below it as of the last commit), a chmod of an open file (its size then).
 //
-// FOLIO_SEED picks the seed; FOLIO_MODEL_OPS the operations per seed. The seed and operation
-// number are printed on failure.
+// FOLIO_SEED picks the seed; FOLIO_MODEL_OPS the operations per seed (FOLIO_MODEL_OPS_DIVISOR
+// scales the default, test_model_ops.h). The seed and operation number are printed on failure.
 #include <fcntl.h>
 #include <linux/falloc.h>
 
@@ -19,6 +19,7 @@
 #include <map>
 #include <set>
 
+#include "base/test_model_ops.h"
 #include "base/test_seed.h"
 #include "fs/fsck.h"
 #include "fs/fs_test_util.h"
@@ -571,9 +572,7 @@ void Model::CheckAll() {
 
 // Three seeds in a row (one without packing); prints the operation counts.
 void RunModel(test::StoreKind store, const char* label) {
-  const uint64_t ops = std::getenv("FOLIO_MODEL_OPS")
-                           ? std::strtoull(std::getenv("FOLIO_MODEL_OPS"), nullptr, 0)
-                           : 1500;
+  const uint64_t ops = ModelOps(1500);
   const uint64_t base = TestSeed();
   std::printf("fs model (%s): seeds %llu..%llu (FOLIO_SEED=%llu to repeat)\n", label,
               static_cast<unsigned long long>(base), static_cast<unsigned long long>(base + 2),

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "base/timespec.h"
 #include "fs/fs_internal.h"
 
 namespace folio::fs {
@@ -11,7 +12,7 @@ std::string InodeText(InodeId ino) { return "inode " + std::to_string(Raw(ino));
 int64_t WallNs() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  return TimespecToNs(ts);
 }
 
 Result<meta::Inode> GetInodeOrEnoent(meta::Txn& txn, InodeId ino) {

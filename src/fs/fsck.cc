@@ -17,9 +17,7 @@ namespace folio::fs {
 
 namespace {
 
-constexpr size_t kPage = 1024;
-
-int64_t Round4k(uint64_t size) { return static_cast<int64_t>((size + 4095) / 4096 * 4096); }
+constexpr size_t kScanBatch = 1024;  // records per listing read
 
 struct Scan {
   meta::MetaEngine* meta;
@@ -57,7 +55,7 @@ struct Scan {
     for (;;) {
       std::vector<meta::Inode> page;
       FOLIO_RETURN_IF_ERROR(Read([&](meta::Txn& t) -> Status {
-        FOLIO_ASSIGN_OR_RETURN(page, t.ListInodes(after, kPage));
+        FOLIO_ASSIGN_OR_RETURN(page, t.ListInodes(after, kScanBatch));
         return Status::OK();
       }));
       if (page.empty()) return Status::OK();
@@ -88,7 +86,7 @@ struct Scan {
     for (;;) {
       std::vector<meta::Entry> page;
       FOLIO_RETURN_IF_ERROR(Read([&](meta::Txn& t) -> Status {
-        FOLIO_ASSIGN_OR_RETURN(page, t.ListEntries(dir.ino, after, kPage));
+        FOLIO_ASSIGN_OR_RETURN(page, t.ListEntries(dir.ino, after, kScanBatch));
         return Status::OK();
       }));
       if (page.empty()) return Status::OK();
@@ -221,7 +219,7 @@ Status CheckRefs(Scan& s) {
   for (;;) {
     std::vector<meta::SliceRef> page;
     FOLIO_RETURN_IF_ERROR(s.Read([&](meta::Txn& t) -> Status {
-      FOLIO_ASSIGN_OR_RETURN(page, t.ListSliceRefs(after, kPage));
+      FOLIO_ASSIGN_OR_RETURN(page, t.ListSliceRefs(after, kScanBatch));
       return Status::OK();
     }));
     if (page.empty()) break;

@@ -10,7 +10,7 @@ namespace folio::fs {
 
 namespace {
 
-constexpr size_t kPage = 4096;
+constexpr size_t kGcBatch = 4096;  // slice refs per listing read
 
 }  // namespace
 
@@ -33,7 +33,7 @@ Result<GcReport> Gc(meta::MetaEngine* meta, store::BlockStore* store, const GcOp
   for (;;) {
     std::vector<meta::SliceRef> page;
     FOLIO_RETURN_IF_ERROR(meta->Transact("gc", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
-      FOLIO_ASSIGN_OR_RETURN(page, t.ListSliceRefs(after, kPage));
+      FOLIO_ASSIGN_OR_RETURN(page, t.ListSliceRefs(after, kGcBatch));
       return Status::OK();
     }));
     if (page.empty()) break;

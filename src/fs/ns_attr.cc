@@ -55,8 +55,7 @@ Result<Attr> FileSystem::SetAttr(const Cred& cred, InodeId ino, const SetAttrReq
     if (data) data->Overlay(&out);
     FOLIO_RETURN_IF_ERROR(ApplySetAttr(rest, cred, now, &out));
     // The overlay may commit a size this mount's writes reached: keep the usage counter.
-    const int64_t delta = static_cast<int64_t>((out.size_bytes + 4095) / 4096 * 4096) -
-                          static_cast<int64_t>((committed_size + 4095) / 4096 * 4096);
+    const int64_t delta = Round4k(out.size_bytes) - Round4k(committed_size);
     if (delta != 0) FOLIO_RETURN_IF_ERROR(t.AddToCounter(meta::Counter::kUsedBytes, delta));
     return t.PutInode(out);
   });

@@ -4,14 +4,13 @@
 #include <string_view>
 
 #include "fs/data_path.h"
+#include "fs/fs_internal.h"
 #include "fs/slice_refs.h"
 #include "fs/stats_counters.h"
 
 namespace folio::fs {
 
 namespace {
-
-int64_t Round4k(uint64_t size) { return static_cast<int64_t>((size + 4095) / 4096 * 4096); }
 
 store::PackWriterOptions WriterOptions(const DataPath* dp, uint64_t flush_after_ms) {
   store::PackWriterOptions o;

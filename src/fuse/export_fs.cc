@@ -11,6 +11,7 @@
 
 #include "base/check.h"
 #include "base/clock.h"
+#include "base/timespec.h"
 #include "base/units.h"
 #include "folio/arena.h"
 #include "fuse/log.h"
@@ -25,17 +26,6 @@ constexpr double kTimeoutS = 1.0;
 timespec RealNow() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  return ts;
-}
-
-int64_t ToNs(const timespec& ts) {
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000ll + ts.tv_nsec;
-}
-
-timespec FromNs(int64_t ns) {
-  timespec ts;
-  ts.tv_sec = ns / 1000000000ll;
-  ts.tv_nsec = ns % 1000000000ll;
   return ts;
 }
 
@@ -57,7 +47,7 @@ ExportFs::ExportFs(PageCache* cache, std::vector<ExportVolume> volumes,
     for (const auto& other : volumes_) FOLIO_CHECK(other->volume.name != v.name);
     auto node = std::make_unique<VolumeNode>();
     node->volume = std::move(v);
-    node->mtime_ns.store(ToNs(start_time_), std::memory_order_relaxed);
+    node->mtime_ns.store(TimespecToNs(start_time_), std::memory_order_relaxed);
     volumes_.push_back(std::move(node));
   }
 }
@@ -90,7 +80,7 @@ NodeAttr ExportFs::AttrOf(InodeId ino) const {
     a.mode = S_IFREG | 0644;
     a.size_bytes = v->volume.mapping->size();
     a.blocks_512 = a.size_bytes / 512;
-    a.mtime = a.ctime = FromNs(v->mtime_ns.load(std::memory_order_relaxed));
+    a.mtime = a.ctime = NsToTimespec(v->mtime_ns.load(std::memory_order_relaxed));
   }
   return a;
 }
@@ -141,7 +131,7 @@ Result<NodeAttr> ExportFs::SetAttr(InodeId ino, const SetAttrRequest& request) {
   }
   if (request.has_times) {
     if (VolumeOf(ino) != nullptr) {
-      VolumeOf(ino)->mtime_ns.store(ToNs(RealNow()), std::memory_order_relaxed);
+      VolumeOf(ino)->mtime_ns.store(TimespecToNs(RealNow()), std::memory_order_relaxed);
     }
     return AttrOf(ino);
   }
@@ -210,7 +200,7 @@ Result<size_t> ExportFs::Write(InodeId ino, uint64_t /*fh*/, uint64_t pos,
   if (pos >= size) return Errno(ENOSPC, v->volume.name);
   const size_t n = static_cast<size_t>(std::min<uint64_t>(in.size(), size - pos));
   FOLIO_ASSIGN_OR_RETURN(size_t done, v->volume.mapping->Write(pos, in.first(n)));
-  v->mtime_ns.store(ToNs(RealNow()), std::memory_order_relaxed);
+  v->mtime_ns.store(TimespecToNs(RealNow()), std::memory_order_relaxed);
   return done;
 }
 
@@ -325,7 +315,7 @@ Status ExportFs::PunchHole(VolumeNode* v, uint64_t pos, uint64_t len) {
   FOLIO_RETURN_IF_ERROR(as->Invalidate(drop_first, drop_last - drop_first));
   FOLIO_RETURN_IF_ERROR(dev->Trim(first_page, last_page - first_page));
   FOLIO_RETURN_IF_ERROR(as->Invalidate(drop_first, drop_last - drop_first));
-  v->mtime_ns.store(ToNs(RealNow()), std::memory_order_relaxed);
+  v->mtime_ns.store(TimespecToNs(RealNow()), std::memory_order_relaxed);
   return Status::OK();
 }
 

@@ -11,27 +11,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/timespec.h"
+
 namespace folio::fuse {
 
 namespace {
 
 fs::InodeId Core(InodeId ino) { return fs::InodeId{static_cast<uint64_t>(ino)}; }
 InodeId Fuse(fs::InodeId ino) { return InodeId{fs::Raw(ino)}; }
-
-timespec ToTimespec(int64_t ns) {
-  timespec ts;
-  ts.tv_sec = static_cast<time_t>(ns / 1000000000);
-  ts.tv_nsec = static_cast<long>(ns % 1000000000);
-  if (ts.tv_nsec < 0) {
-    ts.tv_sec -= 1;
-    ts.tv_nsec += 1000000000;
-  }
-  return ts;
-}
-
-int64_t ToNs(const timespec& ts) {
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + static_cast<int64_t>(ts.tv_nsec);
-}
 
 // Who asks: the request's uid / gid and, for an unprivileged caller, its supplementary groups
 // (root passes every check, so its groups are never read).
@@ -72,9 +59,9 @@ NodeAttr ToNodeAttr(const fs::Attr& a) {
   n.size_bytes = a.inode.size_bytes;
   n.rdev = a.inode.rdev;
   n.blocks_512 = a.blocks_512;
-  n.atime = ToTimespec(a.inode.atime_ns);
-  n.mtime = ToTimespec(a.inode.mtime_ns);
-  n.ctime = ToTimespec(a.inode.ctime_ns);
+  n.atime = NsToTimespec(a.inode.atime_ns);
+  n.mtime = NsToTimespec(a.inode.mtime_ns);
+  n.ctime = NsToTimespec(a.inode.ctime_ns);
   return n;
 }
 
@@ -147,11 +134,11 @@ Result<NodeAttr> FsAdapter::SetAttr(InodeId ino, const SetAttrRequest& r) {
   q.size_bytes = r.size_bytes;
   if (r.has_atime) {
     q.atime = r.atime_now ? fs::TimeSet::kNow : fs::TimeSet::kValue;
-    q.atime_ns = ToNs(r.atime);
+    q.atime_ns = TimespecToNs(r.atime);
   }
   if (r.has_mtime) {
     q.mtime = r.mtime_now ? fs::TimeSet::kNow : fs::TimeSet::kValue;
-    q.mtime_ns = ToNs(r.mtime);
+    q.mtime_ns = TimespecToNs(r.mtime);
   }
   q.fh = r.has_fh ? r.fh : 0;
   FOLIO_ASSIGN_OR_RETURN(fs::Attr a, fs_->SetAttr(Caller(), Core(ino), q));

@@ -304,12 +304,13 @@ TEST_P(DeviceTest, ReentrantCallbacksAndSubmitAndWait) {
   auto dev = Open(1 << 20, 4);
   ASSERT_NE(dev, nullptr);
   struct Chain {
-    BlockDevice* dev;
+    BlockDevice* dev = nullptr;
     IoRequest req;
-    AlignedBuffer buf;
-    int remaining;
+    AlignedBuffer buf{4096};
+    int remaining = 20;
     int calls = 0;
-  } chain{dev.get(), {}, AlignedBuffer(4096), 20};
+  } chain;
+  chain.dev = dev.get();
   chain.req.Reset(IoOp::kWrite, 0, 4096, chain.buf.data());
   chain.req.ctx = &chain;
   chain.req.done = [](IoRequest* r) {

@@ -203,8 +203,10 @@ Result<std::unique_ptr<BlockDevice>> OpenFileDevice(const std::string& path,
     case FileEngine::kAuto: {
       int err = ProbeUring(options.queue_depth);
       if (err == -ENOSYS || err == -EPERM) {
-        std::fprintf(stderr, "folio: warning: io_uring unavailable (%s); using pread/pwrite\n",
-                     std::strerror(-err));
+        if (FirstUringFallback()) {
+          std::fprintf(stderr, "folio: warning: io_uring unavailable (%s); using pread/pwrite\n",
+                       std::strerror(-err));
+        }
         return NewSyncFileDevice(std::move(file), options);
       }
       if (err < 0) return Status::FromErrno(-err, path + ": io_uring_queue_init");

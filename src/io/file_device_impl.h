@@ -71,7 +71,11 @@ std::unique_ptr<BlockDevice> NewUringFileDevice(OpenedFile file, const FileDevic
 
 // Creates and destroys an io_uring of `entries` entries. Returns 0 or -errno.
 int ProbeUring(uint32_t entries);
-// Test hook: a nonzero err makes ProbeUring return -err without trying (0 restores).
+// Whether the caller is the first in this process to fall back from io_uring to pread/pwrite:
+// it prints the one warning line, every later fallback is silent.
+bool FirstUringFallback();
+// Test hook: a nonzero err makes ProbeUring return -err without trying (0 restores); either
+// rearms FirstUringFallback.
 void SetUringProbeFailureForTest(int err);
 // Test hook: read / write SQEs that used registered (fixed) buffers on the calling thread's
 // ring of dev, or 0 when dev is not an io_uring file device or the thread has no ring.

@@ -35,6 +35,7 @@ namespace folio::io_internal {
 namespace {
 
 std::atomic<int> g_probe_failure{0};
+std::atomic<bool> g_fallback_warned{false};
 
 constexpr uint64_t kMaxSqeBytes = 1ull << 30;   // one read / write SQE moves at most this
 constexpr uint64_t kFixedBufferBytes = 1ull << 30;  // io_uring's limit per registered buffer
@@ -419,7 +420,12 @@ int ProbeUring(uint32_t entries) {
   return 0;
 }
 
-void SetUringProbeFailureForTest(int err) { g_probe_failure.store(err, std::memory_order_relaxed); }
+bool FirstUringFallback() { return !g_fallback_warned.exchange(true, std::memory_order_relaxed); }
+
+void SetUringProbeFailureForTest(int err) {
+  g_probe_failure.store(err, std::memory_order_relaxed);
+  g_fallback_warned.store(false, std::memory_order_relaxed);
+}
 
 uint64_t FixedBufferRequestsForTest(BlockDevice* dev) {
   auto* uring = dynamic_cast<UringFileDevice*>(dev);

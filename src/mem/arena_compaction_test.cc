@@ -11,7 +11,7 @@ namespace {
 
 constexpr uint32_t kBlock = static_cast<uint32_t>(OrderPages(kMaxOrder));
 
-std::unique_ptr<FolioArena> MakeArena(size_t capacity_bytes) {
+std::unique_ptr<FolioArena> Make4kArena(size_t capacity_bytes) {
   ArenaOptions opts;
   opts.capacity_bytes = capacity_bytes;
   opts.backing = ArenaBacking::k4k;
@@ -23,7 +23,7 @@ std::unique_ptr<FolioArena> MakeArena(size_t capacity_bytes) {
 // Fills a 4 MiB arena with order-0 folios and frees every other one of the first 2 MiB
 // block: half of it free, no order-1 block anywhere.
 struct Fragmented {
-  std::unique_ptr<FolioArena> arena = MakeArena(4 << 20);
+  std::unique_ptr<FolioArena> arena = Make4kArena(4 << 20);
   std::vector<Folio*> used;  // still allocated, by frame
 
   Fragmented() {
@@ -111,7 +111,7 @@ TEST(ArenaCompactionTest, PiecesGivenBackCoalesce) {
 }
 
 TEST(ArenaCompactionTest, TakingInsideALargerFreeBlockSplitsIt) {
-  auto arena = MakeArena(4 << 20);
+  auto arena = Make4kArena(4 << 20);
   FolioArena& a = *arena;
   std::vector<Folio*> allocated;
   uint32_t free_pages = 0;

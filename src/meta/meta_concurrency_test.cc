@@ -80,6 +80,7 @@ TEST_P(MetaEngineTest, RacingCreatesOfOneNameHaveExactlyOneWinner) {
     EXPECT_EQ(inodes.size(), static_cast<size_t>(kNames));
     for (int i = 0; i < kNames; ++i) {
       FOLIO_ASSIGN_OR_RETURN(auto e, t.GetEntry(kRootInode, "f" + std::to_string(i)));
+      if (!e.has_value()) return Status::NotFound("no entry f" + std::to_string(i));
       FOLIO_ASSIGN_OR_RETURN(auto n, t.GetInode(e->ino));
       EXPECT_TRUE(n.has_value());
     }

@@ -18,10 +18,6 @@
 namespace folio::meta {
 namespace {
 
-constexpr size_t kIdleMax = 32;
-
-enum class Outcome { kDone, kConflict, kLostConnection };
-
 // A write transaction whose COMMIT went out on a connection that was then lost: the
 // connection's marker row holds `seq` if and only if the transaction committed.
 struct InDoubt {
@@ -74,8 +70,8 @@ class PgEngine final : public MetaEngine {
   Result<Lease> AcquireUntil(SteadyClock::time_point deadline);
   void Release(std::unique_ptr<PgConn> conn);
   Result<bool> ProbeReady(PgConn& conn);
-  Outcome Attempt(PgConn& conn, TxnMode mode, const std::function<Status(Txn&)>& fn,
-                  Status* result, std::optional<InDoubt>* doubt);
+  AttemptOutcome Attempt(PgConn& conn, TxnMode mode, const std::function<Status(Txn&)>& fn,
+                         Status* result, std::optional<InDoubt>* doubt);
   Status CommitWrite(PgConn& conn, std::optional<InDoubt>* doubt);
   Result<bool> CommittedInDoubt(const InDoubt& doubt, SteadyClock::time_point deadline);
   Status InitIn(PgConn& conn, InitMode mode);
@@ -122,7 +118,7 @@ void PgEngine::Release(std::unique_ptr<PgConn> conn) {
   conn->clear_conflict();
   if (conn->broken() || !conn->idle()) return;
   std::lock_guard lock(pool_mu_);
-  if (idle_.size() < kIdleMax) idle_.push_back(std::move(conn));
+  if (idle_.size() < kIdleConnectionsMax) idle_.push_back(std::move(conn));
 }
 
 Result<bool> PgEngine::ProbeReady(PgConn& conn) {
@@ -166,10 +162,10 @@ Status PgEngine::Transact(std::string_view op, TxnMode mode,
     }
     Status result;
     std::optional<InDoubt> doubt;
-    const Outcome o = (*conn)->broken() ? Outcome::kLostConnection
-                                        : Attempt(**conn, mode, fn, &result, &doubt);
-    if (o == Outcome::kDone) return timer.Finish(std::move(result));
-    if (o == Outcome::kLostConnection) {
+    const AttemptOutcome o = (*conn)->broken() ? AttemptOutcome::kLostConnection
+                                               : Attempt(**conn, mode, fn, &result, &doubt);
+    if (o == AttemptOutcome::kDone) return timer.Finish(std::move(result));
+    if (o == AttemptOutcome::kLostConnection) {
       { Lease lost = std::move(*conn); }  // closed before asking: its process may then end
       if (doubt) {  // COMMIT went out: learn whether it committed
         auto committed = CommittedInDoubt(*doubt, deadline);
@@ -196,47 +192,47 @@ Status PgEngine::Transact(std::string_view op, TxnMode mode,
   }
 }
 
-Outcome PgEngine::Attempt(PgConn& conn, TxnMode mode, const std::function<Status(Txn&)>& fn,
-                          Status* result, std::optional<InDoubt>* doubt) {
+AttemptOutcome PgEngine::Attempt(PgConn& conn, TxnMode mode, const std::function<Status(Txn&)>& fn,
+                                 Status* result, std::optional<InDoubt>* doubt) {
   auto begin = conn.Simple(mode == TxnMode::kRead ? "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY"
                                                   : "BEGIN ISOLATION LEVEL SERIALIZABLE");
   if (!begin.ok()) {
     *result = begin.status();
-    return conn.broken() ? Outcome::kLostConnection : Outcome::kDone;
+    return conn.broken() ? AttemptOutcome::kLostConnection : AttemptOutcome::kDone;
   }
   {
     PgTxn txn(conn, mode);
     InFnGuard in_fn(this);
     *result = fn(txn);
   }
-  if (conn.broken()) return Outcome::kLostConnection;  // nothing committed
-  if (conn.conflict()) return Outcome::kConflict;     // Release rolls back
-  if (!result->ok()) return Outcome::kDone;
+  if (conn.broken()) return AttemptOutcome::kLostConnection;  // nothing committed
+  if (conn.conflict()) return AttemptOutcome::kConflict;      // Release rolls back
+  if (!result->ok()) return AttemptOutcome::kDone;
   if (conn.in_error()) {
     // A statement failed and fn went on: the transaction is aborted, COMMIT would roll back.
     *result = Status::IOError(fmt::format(
         "{}: a statement of this transaction failed; nothing was applied", display_));
-    return Outcome::kDone;
+    return AttemptOutcome::kDone;
   }
   if (mode == TxnMode::kWrite && options_.inject_conflict_every > 0 &&
       (commit_attempts_.fetch_add(1) + 1) % static_cast<uint64_t>(options_.inject_conflict_every) ==
           0) {
-    return Outcome::kConflict;
+    return AttemptOutcome::kConflict;
   }
   const Status commit =
       mode == TxnMode::kWrite ? CommitWrite(conn, doubt) : conn.Simple("COMMIT").status();
   if (commit.ok()) {
     if (mode == TxnMode::kWrite) commits_.fetch_add(1, std::memory_order_relaxed);
-    return Outcome::kDone;
+    return AttemptOutcome::kDone;
   }
   if (conn.broken()) {
     *result = commit;
-    return Outcome::kLostConnection;
+    return AttemptOutcome::kLostConnection;
   }
   doubt->reset();
-  if (conn.conflict()) return Outcome::kConflict;
+  if (conn.conflict()) return AttemptOutcome::kConflict;
   *result = commit.WithContext("commit failed, nothing was applied");
-  return Outcome::kDone;
+  return AttemptOutcome::kDone;
 }
 
 // The connection's marker row, then COMMIT, in one round trip (both statements in one

@@ -10,15 +10,15 @@
 namespace folio::meta {
 namespace {
 
-constexpr const char* kSchemaVersion = "1";
+constexpr const char* kPgSchemaVersion = "1";
 
 // Every table of the schema; docs/format/meta.md shows the same text.
-constexpr const char* kTables[] = {
+constexpr const char* kPgTables[] = {
     "folio_meta", "inodes",   "entries", "symlinks", "xattrs",    "chunks",    "slice_refs",
     "counters",   "sessions", "flocks",  "plocks",   "sustained", "deletions", "txn_markers",
 };
 
-constexpr const char* kSchemaSql = R"sql(
+constexpr const char* kPgSchemaSql = R"sql(
 CREATE TABLE folio_meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE inodes(ino BIGINT PRIMARY KEY, type BIGINT NOT NULL, mode BIGINT NOT NULL,
   uid BIGINT NOT NULL, gid BIGINT NOT NULL, nlink BIGINT NOT NULL, size BIGINT NOT NULL,
@@ -54,8 +54,8 @@ CREATE TABLE txn_markers(conn BIGINT PRIMARY KEY, seq BIGINT NOT NULL,
   written_at TIMESTAMPTZ NOT NULL);
 )sql";
 
-bool IsFolioTable(std::string_view name) {
-  for (const char* t : kTables) {
+bool IsPgFolioTable(std::string_view name) {
+  for (const char* t : kPgTables) {
     if (name == t) return true;
   }
   return false;
@@ -65,7 +65,7 @@ Status InsertMetaRows(PgConn& conn) {
   std::string sql = fmt::format(
       "INSERT INTO folio_meta(name, value) VALUES('schema_version', '{}') ON CONFLICT(name) DO "
       "UPDATE SET value = excluded.value;",
-      kSchemaVersion);
+      kPgSchemaVersion);
   for (Counter c : kAllCounters) {
     // Id 1 of the inode counter is the root's (kRootInode): AllocateIds starts after it.
     sql += fmt::format("INSERT INTO counters(name, value) VALUES('{}', {});", CounterName(c),
@@ -92,9 +92,9 @@ Result<PgSchemaState> ProbePgSchema(PgConn& conn) {
   std::vector<std::string> foreign;
   for (int i = 0; i < tables.size(); ++i) {
     const std::string_view t = tables.Bytes(i, 0);
-    if (!IsFolioTable(t)) foreign.emplace_back(t);
+    if (!IsPgFolioTable(t)) foreign.emplace_back(t);
   }
-  if (!foreign.empty() || tables.size() != static_cast<int>(std::size(kTables))) {
+  if (!foreign.empty() || tables.size() != static_cast<int>(std::size(kPgTables))) {
     return Status::InvalidArgument(fmt::format(
         "{}: not a Folio volume (schema {} holds other tables{}{}); use an empty database or "
         "schema",
@@ -107,16 +107,16 @@ Result<PgSchemaState> ProbePgSchema(PgConn& conn) {
     return Status::InvalidArgument(
         fmt::format("{}: not a Folio volume (no schema_version)", conn.display()));
   }
-  if (v.Bytes(0, 0) != kSchemaVersion) {
+  if (v.Bytes(0, 0) != kPgSchemaVersion) {
     return Status::NotSupported(fmt::format(
         "{}: schema version {} is newer than this build of Folio reads ({}); use a newer folio",
-        conn.display(), v.Bytes(0, 0), kSchemaVersion));
+        conn.display(), v.Bytes(0, 0), kPgSchemaVersion));
   }
   return PgSchemaState::kFolio;
 }
 
 Status CreatePgSchema(PgConn& conn) {
-  FOLIO_RETURN_IF_ERROR(conn.Simple(kSchemaSql).status());
+  FOLIO_RETURN_IF_ERROR(conn.Simple(kPgSchemaSql).status());
   return InsertMetaRows(conn);
 }
 
@@ -124,7 +124,7 @@ Status WipePgSchema(PgConn& conn) {
   // Not txn_markers: a connection of another engine may be about to read its marker (a commit
   // whose reply it lost), and a marker is no record of the volume.
   std::string sql = "TRUNCATE ";
-  for (const char* t : kTables) {
+  for (const char* t : kPgTables) {
     if (std::string_view(t) == "txn_markers") continue;
     sql += (sql.size() > 9 ? ", " : "") + std::string(t);
   }

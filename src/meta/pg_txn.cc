@@ -1,20 +1,12 @@
 // PgTxn, part 1: inodes, entries, symlinks, xattrs, chunks, slice refs, counters.
 #include <fmt/format.h>
 
-#include <limits>
-
 #include "meta/pg_txn.h"
 
 namespace folio::meta {
 namespace {
 
 using P = PgParam;
-
-int64_t Limit(size_t limit) {
-  return static_cast<int64_t>(std::min<size_t>(limit, std::numeric_limits<int64_t>::max()));
-}
-bool ValidFileType(int64_t t) { return t >= 1 && t <= 7; }
-bool FitsU32(int64_t v) { return v >= 0 && v <= int64_t{UINT32_MAX}; }
 
 constexpr const char* kInodeColumns =
     "ino, type, mode, uid, gid, nlink, size, rdev, atime_ns, mtime_ns, ctime_ns, flags, parent";
@@ -119,7 +111,7 @@ Result<std::vector<Inode>> PgTxn::ListInodes(InodeId after, size_t limit) {
       PgRows r,
       conn_.Exec(fmt::format("SELECT {} FROM inodes WHERE ino > $1 ORDER BY ino LIMIT $2",
                              kInodeColumns),
-                 {P::U(Raw(after)), P::I(Limit(limit))}));
+                 {P::U(Raw(after)), P::I(SqlLimit(limit))}));
   std::vector<Inode> out;
   for (int i = 0; i < r.size(); ++i) {
     std::optional<Inode> n = ReadInode(r, i);
@@ -163,9 +155,10 @@ Status PgTxn::DeleteEntry(InodeId parent, std::string_view name) {
 
 Result<std::vector<Entry>> PgTxn::ListEntries(InodeId parent, std::string_view after,
                                               size_t limit) {
-  FOLIO_ASSIGN_OR_RETURN(PgRows r, conn_.Exec("SELECT name, ino, type FROM entries WHERE parent "
-                                              "= $1 AND name > $2 ORDER BY name LIMIT $3",
-                                              {P::U(Raw(parent)), P::B(after), P::I(Limit(limit))}));
+  FOLIO_ASSIGN_OR_RETURN(
+      PgRows r, conn_.Exec("SELECT name, ino, type FROM entries WHERE parent = $1 AND name > $2 "
+                           "ORDER BY name LIMIT $3",
+                           {P::U(Raw(parent)), P::B(after), P::I(SqlLimit(limit))}));
   std::vector<Entry> out;
   for (int i = 0; i < r.size(); ++i) {
     if (!ValidFileType(r.Int(i, 2))) {
@@ -307,7 +300,7 @@ Status PgTxn::DeleteSliceRef(SliceId id) {
 Result<std::vector<SliceRef>> PgTxn::ListSliceRefs(SliceId after, size_t limit) {
   FOLIO_ASSIGN_OR_RETURN(PgRows r, conn_.Exec("SELECT id, kind, object_bytes, refs FROM "
                                               "slice_refs WHERE id > $1 ORDER BY id LIMIT $2",
-                                              {P::U(Raw(after)), P::I(Limit(limit))}));
+                                              {P::U(Raw(after)), P::I(SqlLimit(limit))}));
   std::vector<SliceRef> out;
   for (int i = 0; i < r.size(); ++i) {
     std::optional<SliceRef> s = ReadSliceRef(r, i);

@@ -13,6 +13,7 @@
 
 #include "meta/meta_engine.h"
 #include "meta/pg_conn.h"
+#include "meta/record_checks.h"
 
 namespace folio::meta {
 

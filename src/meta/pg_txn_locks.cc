@@ -11,8 +11,6 @@ namespace {
 
 using P = PgParam;
 
-bool ValidLockType(int64_t t) { return t >= 0 && t <= 2; }
-
 constexpr const char* kSessionSelect =
     "SELECT id, host, pid, mountpoint, version, read_only, start_ns, heartbeat_ns FROM sessions";
 

@@ -19,10 +19,6 @@ namespace {
 
 constexpr const char* kSchemaVersion = "1";
 constexpr int64_t kCommandTimeoutMs = 15000;
-constexpr size_t kIdleMax = 32;
-
-// What one attempt of a transaction came to.
-enum class Outcome { kDone, kConflict, kLostConnection };
 
 class RedisEngine final : public MetaEngine {
  public:
@@ -69,9 +65,9 @@ class RedisEngine final : public MetaEngine {
   Status LoadScript(RedisConn& conn);
   // Whether the schema marker is there (sets ready_); NotSupported for a newer version.
   Result<bool> ProbeSchema(RedisConn& conn);
-  Outcome Attempt(RedisConn& conn, TxnMode mode, const std::function<Status(Txn&)>& fn,
-                  Status* result, uint64_t* commit_seq);
-  Outcome Commit(RedisConn& conn, RedisKv& kv, Status* result, uint64_t* commit_seq);
+  AttemptOutcome Attempt(RedisConn& conn, TxnMode mode, const std::function<Status(Txn&)>& fn,
+                         Status* result, uint64_t* commit_seq);
+  AttemptOutcome Commit(RedisConn& conn, RedisKv& kv, Status* result, uint64_t* commit_seq);
   // After a connection failed with EXEC sent: did the server apply commit `seq` of `conn_id`?
   Result<bool> CommittedInDoubt(uint64_t conn_id, uint64_t seq, SteadyClock::time_point deadline);
   Status InitLocked(RedisConn& conn, InitMode mode);
@@ -118,7 +114,7 @@ Result<RedisEngine::Lease> RedisEngine::Acquire() {
 void RedisEngine::Release(std::unique_ptr<RedisConn> conn) {
   if (conn->broken()) return;
   std::lock_guard lock(pool_mu_);
-  if (idle_.size() < kIdleMax) idle_.push_back(std::move(conn));
+  if (idle_.size() < kIdleConnectionsMax) idle_.push_back(std::move(conn));
 }
 
 Result<RedisEngine::Lease> RedisEngine::AcquireUntil(SteadyClock::time_point deadline) {
@@ -233,10 +229,10 @@ Status RedisEngine::Transact(std::string_view op, TxnMode mode,
     }
     Status result;
     uint64_t seq = 0;
-    Outcome o = (*conn)->broken() ? Outcome::kLostConnection
-                                  : Attempt(**conn, mode, fn, &result, &seq);
-    if (o == Outcome::kDone) return timer.Finish(std::move(result));
-    if (o == Outcome::kLostConnection) {
+    AttemptOutcome o = (*conn)->broken() ? AttemptOutcome::kLostConnection
+                                         : Attempt(**conn, mode, fn, &result, &seq);
+    if (o == AttemptOutcome::kDone) return timer.Finish(std::move(result));
+    if (o == AttemptOutcome::kLostConnection) {
       const uint64_t conn_id = (*conn)->id();
       if (seq != 0) {  // EXEC went out: learn whether it was applied
         auto applied = CommittedInDoubt(conn_id, seq, reconnect_deadline);
@@ -263,39 +259,41 @@ Status RedisEngine::Transact(std::string_view op, TxnMode mode,
   }
 }
 
-Outcome RedisEngine::Attempt(RedisConn& conn, TxnMode mode, const std::function<Status(Txn&)>& fn,
-                             Status* result, uint64_t* commit_seq) {
+AttemptOutcome RedisEngine::Attempt(RedisConn& conn, TxnMode mode,
+                                    const std::function<Status(Txn&)>& fn, Status* result,
+                                    uint64_t* commit_seq) {
   RedisKv kv(conn, display_, script_sha_);
   RedisTxn txn(kv, keys_, mode, display_, conn);
   {
     InFnGuard in_fn(this);
     *result = fn(txn);
   }
-  if (conn.broken()) return Outcome::kLostConnection;  // fn saw an IOError: nothing was sent
+  if (conn.broken()) return AttemptOutcome::kLostConnection;  // fn saw an IOError: nothing was sent
   std::vector<RedisCmd> writes = kv.WriteCommands();
   if ((!result->ok() || writes.empty()) && kv.server_reads() <= 1) {
     if (kv.watched_any()) conn.set_unwatch_pending();
-    return Outcome::kDone;  // one read is atomic by itself
+    return AttemptOutcome::kDone;  // one read is atomic by itself
   }
   if (!result->ok() || mode == TxnMode::kRead || writes.empty()) {
     // fn's reads may come from different moments; what it returns (an error included) stands
     // only if none of them changed meanwhile.
     // Validate the reads: EXEC of an empty MULTI fails when a watched key changed.
     auto r = conn.Run({{"MULTI"}, {"EXEC"}});
-    if (!r.ok()) return Outcome::kLostConnection;
-    if ((*r)[1]->type == REDIS_REPLY_NIL) return Outcome::kConflict;
-    return Outcome::kDone;
+    if (!r.ok()) return AttemptOutcome::kLostConnection;
+    if ((*r)[1]->type == REDIS_REPLY_NIL) return AttemptOutcome::kConflict;
+    return AttemptOutcome::kDone;
   }
   return Commit(conn, kv, result, commit_seq);
 }
 
-Outcome RedisEngine::Commit(RedisConn& conn, RedisKv& kv, Status* result, uint64_t* commit_seq) {
+AttemptOutcome RedisEngine::Commit(RedisConn& conn, RedisKv& kv, Status* result,
+                                   uint64_t* commit_seq) {
   std::vector<RedisCmd> cmds = kv.WriteCommands();
   const uint64_t attempt = commit_attempts_.fetch_add(1) + 1;
   if (options_.inject_conflict_every > 0 &&
       attempt % static_cast<uint64_t>(options_.inject_conflict_every) == 0) {
     conn.set_unwatch_pending();
-    return Outcome::kConflict;
+    return AttemptOutcome::kConflict;
   }
   const uint64_t seq = commit_seq_.fetch_add(1) + 1;
   cmds.insert(cmds.begin(), RedisCmd{"MULTI"});
@@ -305,13 +303,13 @@ Outcome RedisEngine::Commit(RedisConn& conn, RedisKv& kv, Status* result, uint64
   auto r = conn.Run(cmds);
   if (!r.ok()) {
     *result = r.status();
-    return Outcome::kLostConnection;
+    return AttemptOutcome::kLostConnection;
   }
   const redisReply* exec = r->back().get();
-  if (exec->type == REDIS_REPLY_NIL) return Outcome::kConflict;
+  if (exec->type == REDIS_REPLY_NIL) return AttemptOutcome::kConflict;
   if (exec->type != REDIS_REPLY_ARRAY) {
     *result = UnexpectedReply(display_, "EXEC (nothing was applied)", exec);
-    return Outcome::kDone;
+    return AttemptOutcome::kDone;
   }
   for (size_t i = 0; i < exec->elements; ++i) {
     if (IsError(exec->element[i])) {
@@ -321,12 +319,12 @@ Outcome RedisEngine::Commit(RedisConn& conn, RedisKv& kv, Status* result, uint64
           "{}: command {} of a commit failed ({}): a key under prefix '{}' was not written by "
           "Folio; the other writes of this transaction were applied",
           display_, cmds[i + 1][0], ReplyText(exec->element[i]), url_.prefix));
-      return Outcome::kDone;
+      return AttemptOutcome::kDone;
     }
   }
   commits_.fetch_add(1, std::memory_order_relaxed);
   *result = Status::OK();
-  return Outcome::kDone;
+  return AttemptOutcome::kDone;
 }
 
 Result<bool> RedisEngine::CommittedInDoubt(uint64_t conn_id, uint64_t seq,

@@ -11,8 +11,6 @@
 namespace folio::meta {
 namespace {
 
-bool ValidFileType(uint8_t t) { return t >= 1 && t <= 7; }
-
 std::string EncodeInode(const Inode& n) {
   ByteWriter w;
   w.U8(static_cast<uint8_t>(n.type)).U32(n.mode).U32(n.uid).U32(n.gid).U32(n.nlink);

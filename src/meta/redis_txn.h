@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "meta/meta_engine.h"
+#include "meta/record_checks.h"
 #include "meta/redis_kv.h"
 
 namespace folio::meta {

@@ -13,8 +13,6 @@ namespace {
 constexpr size_t kPlockRangeBytes = 21;  // pid u32, type u8, start u64, end u64
 constexpr size_t kDeletionMemberBytes = 8 + 26;
 
-bool ValidLockType(uint8_t t) { return t <= 2; }
-
 std::string EncodeSession(const Session& s) {
   ByteWriter w;
   w.Str(s.host).U32(s.pid).Str(s.mountpoint).Str(s.version).U8(s.read_only ? 1 : 0);

@@ -14,6 +14,12 @@
 
 namespace folio::meta {
 
+// Idle connections a server engine keeps for later transactions (more are closed).
+inline constexpr size_t kIdleConnectionsMax = 32;
+
+// What one attempt of a server engine's transaction came to.
+enum class AttemptOutcome { kDone, kConflict, kLostConnection };
+
 // Sleeps a random time in [max/2, max], max = min(cap_us, base_us << attempt): contending
 // clients spread out instead of retrying in lockstep.
 void JitterBackoff(int attempt, int64_t base_us = 200, int64_t cap_us = 50'000);

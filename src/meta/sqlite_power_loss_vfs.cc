@@ -17,22 +17,23 @@
 
 namespace folio::meta::test {
 
-namespace {
-
-struct Op {
+// Not in the anonymous namespace: PowerLossVfs::State (declared in the header) holds them.
+struct PendingOp {
   bool truncate = false;
   int64_t offset = 0;  // write: where; truncate: the new size
   std::string data;
 };
 
 // What is known of one file (by its full path).
-struct Tracked {
+struct TrackedFile {
   std::string durable;  // the content at the last xSync
   bool exists = false;  // the file is durable (synced once, or there before this process)
-  std::vector<Op> pending;
+  std::vector<PendingOp> pending;
 };
 
-void Apply(const Op& op, std::string* content) {
+namespace {
+
+void Apply(const PendingOp& op, std::string* content) {
   if (op.truncate) {
     content->resize(static_cast<size_t>(op.offset));
     return;
@@ -65,15 +66,15 @@ struct PowerLossVfs::State {
   sqlite3_vfs vfs{};
   sqlite3_vfs* real = nullptr;
   std::mutex mu;
-  std::map<std::string, std::unique_ptr<Tracked>> files;  // GUARDED_BY(mu)
+  std::map<std::string, std::unique_ptr<TrackedFile>> files;  // GUARDED_BY(mu)
   uint64_t syncs = 0;                                     // GUARDED_BY(mu)
 
   // The record of path, created (from the file on disk, if there) when first seen.
-  Tracked* Track(const std::string& path, bool existed) {
+  TrackedFile* Track(const std::string& path, bool existed) {
     std::lock_guard lock(mu);
-    std::unique_ptr<Tracked>& t = files[path];
+    std::unique_ptr<TrackedFile>& t = files[path];
     if (!t) {
-      t = std::make_unique<Tracked>();
+      t = std::make_unique<TrackedFile>();
       t->exists = existed && ReadWhole(path, &t->durable);
     }
     return t.get();
@@ -85,10 +86,10 @@ namespace {
 using State = PowerLossVfs::State;
 
 struct PlFile {
-  sqlite3_file base;   // first: SQLite sees a PlFile as a sqlite3_file
+  sqlite3_file base;     // first: SQLite sees a PlFile as a sqlite3_file
   State* state;
-  Tracked* tracked;    // null for files no image holds (temp files, -shm)
-  sqlite3_file* real;  // the wrapped file, in the bytes right after this struct
+  TrackedFile* tracked;  // null for files no image holds (temp files, -shm)
+  sqlite3_file* real;    // the wrapped file, in the bytes right after this struct
 };
 
 PlFile* Pl(sqlite3_file* f) { return reinterpret_cast<PlFile*>(f); }
@@ -104,7 +105,7 @@ int Write(sqlite3_file* f, const void* buf, int n, sqlite3_int64 off) {
   if (rc == SQLITE_OK && Pl(f)->tracked != nullptr) {
     std::lock_guard lock(Pl(f)->state->mu);
     Pl(f)->tracked->pending.push_back(
-        Op{false, off, std::string(static_cast<const char*>(buf), static_cast<size_t>(n))});
+        PendingOp{false, off, std::string(static_cast<const char*>(buf), static_cast<size_t>(n))});
   }
   return rc;
 }
@@ -112,7 +113,7 @@ int Truncate(sqlite3_file* f, sqlite3_int64 size) {
   const int rc = Real(f)->pMethods->xTruncate(Real(f), size);
   if (rc == SQLITE_OK && Pl(f)->tracked != nullptr) {
     std::lock_guard lock(Pl(f)->state->mu);
-    Pl(f)->tracked->pending.push_back(Op{true, size, {}});
+    Pl(f)->tracked->pending.push_back(PendingOp{true, size, {}});
   }
   return rc;
 }
@@ -120,8 +121,8 @@ int Sync(sqlite3_file* f, int flags) {
   const int rc = Real(f)->pMethods->xSync(Real(f), flags);
   if (rc == SQLITE_OK && Pl(f)->tracked != nullptr) {
     std::lock_guard lock(Pl(f)->state->mu);
-    Tracked* t = Pl(f)->tracked;
-    for (const Op& op : t->pending) Apply(op, &t->durable);
+    TrackedFile* t = Pl(f)->tracked;
+    for (const PendingOp& op : t->pending) Apply(op, &t->durable);
     t->pending.clear();
     t->exists = true;
     Pl(f)->state->syncs++;
@@ -183,7 +184,7 @@ int Delete(sqlite3_vfs* vfs, const char* name, int sync_dir) {
   if (rc == SQLITE_OK || rc == SQLITE_IOERR_DELETE_NOENT) {
     std::lock_guard lock(s->mu);
     auto it = s->files.find(Canonical(name));
-    if (it != s->files.end()) *it->second = Tracked{};
+    if (it != s->files.end()) *it->second = TrackedFile{};
   }
   return rc;
 }
@@ -264,10 +265,10 @@ std::map<std::string, std::string> PowerLossVfs::Image(const std::string& db_pat
       if (ReadWhole(path, &content)) image[suffix] = std::move(content);  // never touched
       continue;
     }
-    const Tracked& t = *it->second;
+    const TrackedFile& t = *it->second;
     std::string content = t.durable;
     bool kept_any = false;
-    for (const Op& op : t.pending) {
+    for (const PendingOp& op : t.pending) {
       if (seed == 0 || rng() % 2 == 0) continue;
       Apply(op, &content);
       kept_any = true;
@@ -286,7 +287,7 @@ Status PowerLossVfs::WriteImage(const std::string& db_path,
       return Status::FromErrno(errno, "unlink " + path);
     }
     auto it = state_->files.find(Canonical(path));
-    if (it != state_->files.end()) *it->second = Tracked{};
+    if (it != state_->files.end()) *it->second = TrackedFile{};
   }
   for (const auto& [suffix, content] : image) {
     const std::string path = db_path + suffix;

@@ -1,18 +1,10 @@
 // SqliteTxn, part 1: inodes, entries, symlinks, xattrs, chunks, slice refs, counters.
 #include <fmt/format.h>
 
-#include <limits>
-
 #include "meta/sqlite_txn.h"
 
 namespace folio::meta {
 namespace {
-
-int64_t Limit(size_t limit) {
-  return static_cast<int64_t>(std::min<size_t>(limit, std::numeric_limits<int64_t>::max()));
-}
-
-bool ValidFileType(int64_t t) { return t >= 1 && t <= 7; }
 
 #define FOLIO_INODE_COLUMNS \
   "ino, type, mode, uid, gid, nlink, size, rdev, atime_ns, mtime_ns, ctime_ns, flags, parent"
@@ -131,7 +123,7 @@ Result<std::vector<Inode>> SqliteTxn::ListInodes(InodeId after, size_t limit) {
       SqliteStmt s,
       conn_.Prepare("SELECT " FOLIO_INODE_COLUMNS
                     " FROM inodes WHERE ino > ? ORDER BY ino LIMIT ?"));
-  s.BindU64(1, Raw(after)).Bind(2, Limit(limit));
+  s.BindU64(1, Raw(after)).Bind(2, SqlLimit(limit));
   std::vector<Inode> out;
   for (;;) {
     FOLIO_ASSIGN_OR_RETURN(bool row, s.Step());
@@ -182,7 +174,7 @@ Result<std::vector<Entry>> SqliteTxn::ListEntries(InodeId parent, std::string_vi
   FOLIO_ASSIGN_OR_RETURN(SqliteStmt s,
                          conn_.Prepare("SELECT name, ino, type FROM entries WHERE parent = ? "
                                        "AND name > ? ORDER BY name LIMIT ?"));
-  s.BindU64(1, Raw(parent)).BindBlob(2, after).Bind(3, Limit(limit));
+  s.BindU64(1, Raw(parent)).BindBlob(2, after).Bind(3, SqlLimit(limit));
   std::vector<Entry> out;
   for (;;) {
     FOLIO_ASSIGN_OR_RETURN(bool row, s.Step());
@@ -346,7 +338,7 @@ Result<std::vector<SliceRef>> SqliteTxn::ListSliceRefs(SliceId after, size_t lim
   FOLIO_ASSIGN_OR_RETURN(SqliteStmt s,
                          conn_.Prepare("SELECT id, kind, object_bytes, refs FROM slice_refs "
                                        "WHERE id > ? ORDER BY id LIMIT ?"));
-  s.BindU64(1, Raw(after)).Bind(2, Limit(limit));
+  s.BindU64(1, Raw(after)).Bind(2, SqlLimit(limit));
   std::vector<SliceRef> out;
   for (;;) {
     FOLIO_ASSIGN_OR_RETURN(bool row, s.Step());

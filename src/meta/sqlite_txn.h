@@ -10,6 +10,7 @@
 #pragma once
 
 #include "meta/meta_engine.h"
+#include "meta/record_checks.h"
 #include "meta/sqlite_conn.h"
 
 namespace folio::meta {
@@ -91,7 +92,5 @@ class SqliteTxn final : public Txn {
 
 // Corruption "<url>: <what>" for a row whose column holds a value outside the record's range.
 Status SqliteBadRow(const SqliteConn& conn, std::string_view what);
-// Whether v fits a uint32 column.
-inline bool FitsU32(int64_t v) { return v >= 0 && v <= int64_t{UINT32_MAX}; }
 
 }  // namespace folio::meta

@@ -9,8 +9,6 @@
 namespace folio::meta {
 namespace {
 
-bool ValidLockType(int64_t t) { return t >= 0 && t <= 2; }
-
 Session ReadSession(const SqliteStmt& s) {
   Session r;
   r.id = SessionId{s.U64(0)};

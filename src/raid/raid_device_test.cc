@@ -141,8 +141,6 @@ class Model {
   std::vector<char> ref_;
 };
 
-constexpr uint64_t kMemberBytes = (1 << 20) + (512 << 10);  // 1M metadata + 512K data
-
 // The slow variant (label slow) runs ten times the operations over several seeds.
 #ifdef FOLIO_RAID_SLOW
 constexpr int kScale = 10;

@@ -22,7 +22,7 @@
 // fault tally (each fault kind as armed, and the injected errors the members returned).
 //
 // FOLIO_SEED picks the first of 5 seeds (default 0x5eed; base 0), FOLIO_MODEL_OPS the operations
-// per level (split evenly over the seeds).
+// per level (split evenly over the seeds; FOLIO_MODEL_OPS_DIVISOR scales them, test_model_ops.h).
 // A failure prints the seed, the level and the operation number.
 #include <gtest/gtest.h>
 
@@ -40,6 +40,7 @@
 
 #include "base/check.h"
 #include "base/clock.h"
+#include "base/test_model_ops.h"
 #include "folio/arena.h"
 #include "folio/fault_device.h"
 #include "folio/raid.h"
@@ -49,7 +50,6 @@ namespace folio::raid_test {
 namespace {
 
 constexpr uint64_t kPage = 4096;
-constexpr uint64_t kDataOffset = 1 << 20;
 constexpr uint64_t kStripeCacheBytes = 4 << 20;
 constexpr uint64_t kMaxIoPages = 256;  // 1 MiB, the largest request the model makes
 
@@ -58,11 +58,9 @@ constexpr uint64_t kDefaultOps = 1000000;
 #else
 constexpr uint64_t kDefaultOps = 100000;
 #endif
-
-uint64_t ModelOps() {
-  if (const char* s = std::getenv("FOLIO_MODEL_OPS")) return std::strtoull(s, nullptr, 0);
-  return kDefaultOps;
-}
+// The fewest operations (per level, over the five default seeds) that are still hard enough:
+// 10000 replace a member inside a running sync once at each level; 5000 never do at RAID 5.
+constexpr uint64_t kFewestOps = 10000;
 
 uint64_t Mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -173,9 +171,9 @@ struct Counters {
   }
 };
 
-class Model {
+class FaultModel {
  public:
-  Model(uint64_t seed, RaidLevel level) : seed_(seed), level_(level), rng_(seed) {
+  FaultModel(uint64_t seed, RaidLevel level) : seed_(seed), level_(level), rng_(seed) {
     // One stripe-cache arena for every array the model assembles (as the export passes its
     // own): pre-faulting a new arena per assembly was a third of the run's time, and buffers an
     // array leaks at Stop would exhaust this one.
@@ -268,7 +266,7 @@ class Model {
   uint64_t degraded0_ = 0, corrected0_ = 0;
 };
 
-uint32_t Model::NewDisk() {
+uint32_t FaultModel::NewDisk() {
   std::unique_ptr<BlockDevice> mem;
   if (!spare_mems_.empty() && spare_mems_.back()->size_bytes() == member_bytes_) {
     // A disk the model dropped, zeroed: what a new one reads, without a new one's 1 MiB chunk
@@ -292,12 +290,12 @@ uint32_t Model::NewDisk() {
   return static_cast<uint32_t>(disks_.size() - 1);
 }
 
-void Model::DropDisk(uint32_t d) {
+void FaultModel::DropDisk(uint32_t d) {
   if (disks_[d].mem != nullptr) spare_mems_.push_back(std::move(disks_[d].mem));
   disks_[d].member = nullptr;
 }
 
-RaidMember Model::WrapDisk(uint32_t d) {
+RaidMember FaultModel::WrapDisk(uint32_t d) {
   auto m = std::make_unique<HookMember>(FaultDevice::WrapUnowned(disks_[d].mem.get()), &c_.fired);
   disks_[d].member = m.get();
   // A truncated file stays truncated: every later open of the disk sees it.
@@ -308,7 +306,7 @@ RaidMember Model::WrapDisk(uint32_t d) {
 // Whether `more` members may fail: failed and rebuilding slots both count (a rebuilding slot
 // cannot serve what it has not been rebuilt with).
 // A shrunk member still in sync counts as lost: it fails at its next flush or read past its end.
-bool Model::Tolerates(uint32_t more) const {
+bool FaultModel::Tolerates(uint32_t more) const {
   uint32_t lost = 0;
   for (const RaidMemberStatus& m : dev_->Describe().members) {
     lost += m.health == MemberHealth::kInSync && !Shrunk(m.slot) ? 0 : 1;
@@ -319,7 +317,7 @@ bool Model::Tolerates(uint32_t more) const {
 // Whether slot s may be failed (a slot already not in sync costs nothing more).
 // More slots out of sync than the level survives (injected write errors can do it): the
 // array's data is gone, reported as DataLoss; the model starts a new array.
-bool Model::Dead() const {
+bool FaultModel::Dead() const {
   uint32_t lost = 0;
   for (const RaidMemberStatus& m : dev_->Describe().members) {
     lost += m.health == MemberHealth::kInSync ? 0 : 1;
@@ -327,13 +325,13 @@ bool Model::Dead() const {
   return lost > RaidFailureTolerance(level_, members_);
 }
 
-bool Model::CanFail(uint32_t s) const {
+bool FaultModel::CanFail(uint32_t s) const {
   const MemberHealth h = dev_->Describe().members[s].health;
   if (h == MemberHealth::kFailed || h == MemberHealth::kMissing) return false;
   return h == MemberHealth::kRebuilding || Tolerates(1);
 }
 
-bool Model::Healthy() const {
+bool FaultModel::Healthy() const {
   const RaidStatus st = dev_->Describe();
   if (st.resync_regions != 0) return false;
   for (const RaidMemberStatus& m : st.members) {
@@ -342,12 +340,12 @@ bool Model::Healthy() const {
   return true;
 }
 
-bool Model::Shrunk(uint32_t slot) const {
+bool FaultModel::Shrunk(uint32_t slot) const {
   const int d = slot < slot_disk_.size() ? slot_disk_[slot] : -1;
   return d >= 0 && disks_[d].shrink_end != 0;
 }
 
-void Model::Create() {
+void FaultModel::Create() {
   members_ = level_ == RaidLevel::kRaid5 ? 3 + static_cast<uint32_t>(Rand(3))
                                          : 4 + static_cast<uint32_t>(Rand(3));
   chunk_ = uint64_t{16 << 10} << Rand(3);  // 16K, 32K, 64K
@@ -376,7 +374,7 @@ void Model::Create() {
   pages_.assign(dev_->size_bytes() / kPage, Page{{0}, {}, {0}});
 }
 
-void Model::Fill(char* buf, uint64_t first, uint64_t pages, std::vector<uint64_t>* tags) {
+void FaultModel::Fill(char* buf, uint64_t first, uint64_t pages, std::vector<uint64_t>* tags) {
   tags->clear();
   for (uint64_t i = 0; i < pages; ++i) {
     const uint64_t tag = Mix(seed_ ^ (next_tag_++ << 20) ^ (first + i));
@@ -386,7 +384,7 @@ void Model::Fill(char* buf, uint64_t first, uint64_t pages, std::vector<uint64_t
   }
 }
 
-void Model::Wrote(uint64_t first, const std::vector<uint64_t>& tags, bool ok) {
+void FaultModel::Wrote(uint64_t first, const std::vector<uint64_t>& tags, bool ok) {
   for (uint64_t i = 0; i < tags.size(); ++i) {
     Page& p = pages_[first + i];
     if (ok) p.visible.clear();
@@ -395,7 +393,7 @@ void Model::Wrote(uint64_t first, const std::vector<uint64_t>& tags, bool ok) {
   }
 }
 
-void Model::OpWrite() {
+void FaultModel::OpWrite() {
   const uint64_t total = pages_.size();
   const uint64_t pages =
       Chance(30) ? 1 + Rand(kMaxIoPages) : 1 + Rand(std::min<uint64_t>(16, total));
@@ -409,7 +407,7 @@ void Model::OpWrite() {
   Wrote(first, tags, st.ok());
 }
 
-void Model::OpBatch() {
+void FaultModel::OpBatch() {
   // Several writes submitted together and completed in one Poll: heads of one thread queue
   // behind each other's stripe locks.
   const uint64_t total = pages_.size();
@@ -460,7 +458,7 @@ void Model::OpBatch() {
   }
 }
 
-void Model::OpRead(uint64_t first, uint64_t n, bool must_succeed) {
+void FaultModel::OpRead(uint64_t first, uint64_t n, bool must_succeed) {
   FOLIO_CHECK(n <= kMaxIoPages);
   AlignedBuffer& buf = io_buf_;
   const Status st = dev_->Read(first * kPage, buf.data(), n * kPage);
@@ -484,7 +482,7 @@ void Model::OpRead(uint64_t first, uint64_t n, bool must_succeed) {
   }
 }
 
-void Model::OpFlush() {
+void FaultModel::OpFlush() {
   ++c_.flushes;
   if (!dev_->Flush().ok()) return;  // nothing more is known durable
   for (Page& p : pages_) {
@@ -494,7 +492,7 @@ void Model::OpFlush() {
   }
 }
 
-void Model::OpSubBlock() {
+void FaultModel::OpSubBlock() {
   // The array's block is 4 KiB: a 512-byte-aligned request is refused and changes nothing.
   AlignedBuffer buf(kPage);
   std::memset(buf.data(), 0x77, kPage);
@@ -505,7 +503,7 @@ void Model::OpSubBlock() {
   ++c_.sub_block_refused;
 }
 
-void Model::ClearFaults() {
+void FaultModel::ClearFaults() {
   for (int d : slot_disk_) {
     if (d < 0 || disks_[d].member == nullptr) continue;
     FaultDevice* f = disks_[d].member->fault();
@@ -514,12 +512,12 @@ void Model::ClearFaults() {
   }
 }
 
-void Model::OpFail() {
+void FaultModel::OpFail() {
   const uint32_t s = static_cast<uint32_t>(Rand(members_));
   if (CanFail(s) && dev_->FailMember(s).ok()) ++c_.fails;
 }
 
-void Model::OpReplace() {
+void FaultModel::OpReplace() {
   if (Dead()) return;
   const RaidStatus st = dev_->Describe();
   std::vector<uint32_t> failed;
@@ -537,7 +535,7 @@ void Model::OpReplace() {
   }
 }
 
-void Model::OpReadFault() {
+void FaultModel::OpReadFault() {
   const int d = slot_disk_[Rand(members_)];
   if (d < 0 || disks_[d].member == nullptr) return;
   const uint64_t len = chunk_ * (1 + Rand(3));
@@ -546,7 +544,7 @@ void Model::OpReadFault() {
   ++c_.read_faults;
 }
 
-void Model::OpWriteFault() {
+void FaultModel::OpWriteFault() {
   const int d = slot_disk_[Rand(members_)];
   if (d < 0 || disks_[d].member == nullptr || !Tolerates(1)) return;
   if (Chance(500)) {
@@ -558,7 +556,7 @@ void Model::OpWriteFault() {
   ++c_.write_faults;
 }
 
-void Model::OpShrink() {
+void FaultModel::OpShrink() {
   // A member file truncated while the array runs (issue 8 case 9): its next flush or a read
   // past the new end fails it, and parity serves its data; it never reads as zeros.
   const uint32_t s = static_cast<uint32_t>(Rand(members_));
@@ -570,7 +568,7 @@ void Model::OpShrink() {
   ++c_.shrinks;
 }
 
-void Model::OpOutage() {
+void FaultModel::OpOutage() {
   // Sparse members on a file system that fills (issue 8 case 6): every member's data writes
   // fail with ENOSPC, the members fail in turn until the array stops; space is freed and the
   // operator assembles by force (Assemble falls back to it when the array cannot start).
@@ -586,7 +584,7 @@ void Model::OpOutage() {
   StopAndAssemble();
 }
 
-void Model::RecordSync(RaidSyncAction a, const Result<RaidSyncReport>& r) {
+void FaultModel::RecordSync(RaidSyncAction a, const Result<RaidSyncReport>& r) {
   if (!r.ok()) return;
   c_.unsynced_units += r->unsynced;
   if (!r->completed) {
@@ -597,7 +595,7 @@ void Model::RecordSync(RaidSyncAction a, const Result<RaidSyncReport>& r) {
   if (a == RaidSyncAction::kRebuild) ++c_.rebuilds_completed;
 }
 
-void Model::OpSync() {
+void FaultModel::OpSync() {
   static constexpr RaidSyncAction kActions[] = {RaidSyncAction::kResync, RaidSyncAction::kRebuild,
                                                 RaidSyncAction::kCheck, RaidSyncAction::kRepair};
   std::optional<RaidSyncAction> a = dev_->PendingSync();
@@ -654,7 +652,7 @@ void Model::OpSync() {
   RecordSync(*a, r);
 }
 
-void Model::OpRunner() {
+void FaultModel::OpRunner() {
   // The export's background runner: PendingSync followed until nothing is left or an action
   // makes no progress (raid_volume.cc RunPending).
   std::optional<RaidSyncAction> last;
@@ -674,7 +672,7 @@ void Model::OpRunner() {
 // What an operator does: replace every failed member and let the runner finish. An array that
 // still cannot become healthy (units left unsynced: a member missing where a crash left parity
 // untrusted, reported as such) is given up and made anew, as an operator would restore it.
-void Model::Converge() {
+void FaultModel::Converge() {
   ClearFaults();
   if (Dead()) {
     Recreate();
@@ -705,7 +703,7 @@ void Model::Converge() {
   if (st.resync_regions > 0 || rebuilding) Recreate();
 }
 
-void Model::Recreate() {
+void FaultModel::Recreate() {
   ++c_.arrays_given_up;
   (void)dev_->Stop();
   dev_.reset();
@@ -714,7 +712,7 @@ void Model::Recreate() {
   Create();
 }
 
-void Model::OpCheckClean() {
+void FaultModel::OpCheckClean() {
   Converge();
   if (::testing::Test::HasFatalFailure() || !Healthy()) return;
   RaidSyncOptions o;
@@ -729,7 +727,7 @@ void Model::OpCheckClean() {
   ++c_.checks_clean;
 }
 
-void Model::OpDegradedVerify() {
+void FaultModel::OpDegradedVerify() {
   Converge();
   if (::testing::Test::HasFatalFailure() || !Healthy()) return;
   const uint32_t s = static_cast<uint32_t>(Rand(members_));
@@ -744,7 +742,7 @@ void Model::OpDegradedVerify() {
   }
 }
 
-void Model::Crash() {
+void FaultModel::Crash() {
   const CrashMode mode = Chance(500) ? CrashMode::kRandomSubset : CrashMode::kDropUnflushed;
   for (int d : slot_disk_) {
     if (d >= 0 && disks_[d].member != nullptr) disks_[d].member->fault()->Crash(mode, rng_());
@@ -766,7 +764,7 @@ void Model::Crash() {
   Assemble(/*variations=*/true);
 }
 
-void Model::StopAndAssemble() {
+void FaultModel::StopAndAssemble() {
   // A stop only makes durable what a flush would: the model treats it as one.
   const bool ok = dev_->Stop().ok();
   dev_.reset();
@@ -780,7 +778,7 @@ void Model::StopAndAssemble() {
   Assemble(/*variations=*/true);
 }
 
-void Model::Assemble(bool variations) {
+void FaultModel::Assemble(bool variations) {
   // Members in any order; sometimes one left out (it comes back at a later assembly, stale if
   // the array changed without it), sometimes a disk that left the array offered as well.
   std::vector<uint32_t> offer;
@@ -857,7 +855,7 @@ void Model::Assemble(bool variations) {
   FreeUnused();
 }
 
-void Model::FreeUnused() {
+void FaultModel::FreeUnused() {
   // Disks in no slot are kept a while as stale candidates; the oldest go.
   uint32_t kept = 0;
   for (uint32_t d = static_cast<uint32_t>(disks_.size()); d-- > 0;) {
@@ -870,7 +868,7 @@ void Model::FreeUnused() {
   }
 }
 
-void Model::Run(uint64_t ops) {
+void FaultModel::Run(uint64_t ops) {
   what_ = "create";
   Create();
   for (op_ = 1; op_ <= ops; ++op_) {
@@ -963,14 +961,14 @@ void RunModel(RaidLevel level) {
   // random seed can miss a rare event (FOLIO_SEED=152284949 had no replace inside a sync).
   // FOLIO_SEED explores other seeds.
   const uint64_t base = TestSeedOr(0x5eed);
-  const uint64_t ops = ModelOps();
+  const uint64_t ops = ModelOps(kDefaultOps, kFewestOps);
   const uint32_t seeds = 5;
   Counters all;
   const uint64_t t0_ns = MonotonicNowNs();
   for (uint32_t i = 0; i < seeds; ++i) {
     const uint64_t seed = base + i;
     SCOPED_TRACE("FOLIO_SEED=" + std::to_string(seed));
-    Model m(seed, level);
+    FaultModel m(seed, level);
     m.Run(ops / seeds);
     all.Add(m.counters());
     if (::testing::Test::HasFatalFailure()) return;

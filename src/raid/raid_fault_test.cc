@@ -20,9 +20,6 @@
 namespace folio::raid_test {
 namespace {
 
-constexpr uint64_t kMemberBytes = (1 << 20) + (512 << 10);
-constexpr uint64_t kDataOffset = 1 << 20;
-
 std::unique_ptr<RaidDevice> Create(Members& m, RaidLevel level, uint32_t n,
                                    uint64_t chunk = 16 << 10, uint64_t unit = 0) {
   RaidCreateOptions co;
@@ -36,15 +33,6 @@ std::unique_ptr<RaidDevice> Create(Members& m, RaidLevel level, uint32_t n,
   auto dev = RaidDevice::Create(m.WrapFirst(n), co, o);
   EXPECT_TRUE(dev.ok()) << dev.status().ToString();
   return dev.ok() ? std::move(dev).value() : nullptr;
-}
-
-std::vector<char> FillArray(RaidDevice* dev, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<char> data(dev->size_bytes());
-  Fill(rng, data.data(), data.size());
-  EXPECT_TRUE(WriteBytes(dev, 0, data.data(), data.size()).ok());
-  EXPECT_TRUE(dev->Flush().ok());
-  return data;
 }
 
 uint64_t Mismatches(RaidDevice* dev, RaidSyncAction action = RaidSyncAction::kCheck) {

@@ -17,8 +17,7 @@
 namespace folio::raid_test {
 namespace {
 
-constexpr uint64_t kMemberBytes = 2ull << 20;
-constexpr uint64_t kDataOffset = 1ull << 20;
+constexpr uint64_t kForcedMemberBytes = 2ull << 20;
 
 struct Case {
   RaidLevel level;
@@ -63,7 +62,7 @@ class RaidForcedAssemblyTest : public ::testing::TestWithParam<Case> {
     raid_.reset();  // its FaultDevices go with it: the next wrappers inject nothing (space freed)
   }
 
-  Members m_{5, kMemberBytes};
+  Members m_{5, kForcedMemberBytes};
   const uint64_t seed_ = TestSeed();
   std::unique_ptr<RaidDevice> raid_;
   uint64_t half_ = 0;

@@ -15,7 +15,6 @@
 namespace folio::raid_test {
 namespace {
 
-constexpr uint64_t kDataOffset = 1 << 20;
 
 struct HealCase {
   RaidLevel level;

@@ -20,7 +20,7 @@
 namespace folio {
 namespace {
 
-constexpr uint64_t kMemberBytes = 4ull << 20;
+constexpr uint64_t kWholeMemberBytes = 4ull << 20;
 constexpr uint64_t kShrunkBytes = (1ull << 20) + (128 << 10);  // metadata and two chunks left
 
 uint64_t FileBytes(const std::string& path) {
@@ -37,7 +37,7 @@ class RaidMemberShrinkTest : public ::testing::TestWithParam<RaidLevel> {
       paths_.push_back(dir_.File("m" + std::to_string(i)));
       FileDeviceOptions o;
       o.create = true;
-      o.size_bytes = kMemberBytes;
+      o.size_bytes = kWholeMemberBytes;
       auto dev = OpenFileDevice(paths_.back(), o);
       ASSERT_TRUE(dev.ok()) << dev.status().ToString();
       members.push_back({paths_.back(), std::move(dev).value()});

@@ -22,8 +22,6 @@ namespace folio::raid_test {
 namespace {
 
 constexpr uint64_t kChunk = 16 << 10;
-constexpr uint64_t kMemberBytes = (1 << 20) + (512 << 10);
-constexpr uint64_t kDataOffset = 1 << 20;
 
 // Bits stay set until a resync clears them, unless `clear_delay_ms` says otherwise.
 RaidOptions Opts(uint64_t clear_delay_ms = 1000000) {
@@ -48,15 +46,6 @@ std::unique_ptr<RaidDevice> Assemble(std::vector<RaidMember> members) {
   auto dev = RaidDevice::Assemble(std::move(members), Opts());
   EXPECT_TRUE(dev.ok()) << dev.status().ToString();
   return dev.ok() ? std::move(dev).value() : nullptr;
-}
-
-std::vector<char> FillArray(RaidDevice* dev, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<char> data(dev->size_bytes());
-  Fill(rng, data.data(), data.size());
-  EXPECT_TRUE(WriteBytes(dev, 0, data.data(), data.size()).ok());
-  EXPECT_TRUE(dev->Flush().ok());
-  return data;
 }
 
 std::vector<char> RawRead(Members& m, uint32_t member, uint64_t member_pos, uint64_t len) {

@@ -44,7 +44,10 @@ SyncAction StoredAction(RaidSyncAction a) {
   return SyncAction::kNone;
 }
 
-// Speed over a sliding window of marks, like md's sync_speed.
+}  // namespace
+
+// Speed over a sliding window of marks, like md's sync_speed. Not in the anonymous namespace:
+// SyncRun (declared in raid_device_impl.h) holds one.
 class SpeedMeter {
  public:
   // Both marks at the start: a zero second mark would measure the first second against the
@@ -70,8 +73,6 @@ class SpeedMeter {
   MarkAt marks_[2];
   MarkAt now_;
 };
-
-}  // namespace
 
 // One Sync call: the machine of the current pass and what the loop keeps between steps.
 struct SyncRun {

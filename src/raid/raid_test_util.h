@@ -22,6 +22,11 @@
 
 namespace folio::raid_test {
 
+// Where the data area of every member starts (RaidDevice::Create's metadata before it).
+inline constexpr uint64_t kDataOffset = 1 << 20;
+// The members of most tests: the metadata and 512 KiB of data.
+inline constexpr uint64_t kMemberBytes = kDataOffset + (512 << 10);
+
 // Members: memory devices owned by the fixture, handed to arrays through FaultDevice wrappers
 // (owned by the array); faults() reaches the wrapper of the current array.
 class Members {
@@ -81,6 +86,16 @@ inline void Fill(std::mt19937_64& rng, char* p, size_t len) {
     const uint64_t v = rng();
     std::memcpy(p + i, &v, std::min<size_t>(8, len - i));
   }
+}
+
+// Fills the whole array with seeded random bytes and flushes; returns what it wrote.
+inline std::vector<char> FillArray(RaidDevice* dev, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<char> data(dev->size_bytes());
+  Fill(rng, data.data(), data.size());
+  EXPECT_TRUE(WriteBytes(dev, 0, data.data(), data.size()).ok());
+  EXPECT_TRUE(dev->Flush().ok());
+  return data;
 }
 
 }  // namespace folio::raid_test

@@ -45,6 +45,7 @@
 #include <cstring>
 #include <thread>
 
+#include "base/test_model_ops.h"
 #include "base/test_seed.h"
 #include "fs_mount_model.h"
 #include "fuse/mount_point.h"
@@ -435,7 +436,7 @@ TEST(FsMountModelTest, RandomSyscallsThroughTheMountWithRemountsAndKill9) {
   if (Status s = CheckFuseDevice(); !s.ok()) GTEST_SKIP() << s.ToString();
   umask(0);
   const uint64_t seed = TestSeed();
-  const uint64_t ops = EnvU64("FOLIO_MODEL_OPS", 2500);
+  const uint64_t ops = ModelOps(2500);
   const uint64_t budget_s = EnvU64("FOLIO_MODEL_SECONDS", 90);
   FOLIO_SEED_TRACE(seed);
   std::printf("fs mount model: seed %llu (FOLIO_SEED=%llu to repeat), up to %llu operations\n",

@@ -30,7 +30,7 @@
 namespace folio::fuse {
 namespace {
 
-constexpr uint64_t kDeviceBytes = 16ull << 20;
+constexpr uint64_t kMountDeviceBytes = 16ull << 20;
 
 std::string MakeTempDir() {
   char tmpl[] = "/tmp/folio-fuse-test-XXXXXX";
@@ -79,7 +79,7 @@ class MountTest : public ::testing::Test {
       GTEST_SKIP() << "/dev/fuse does not exist on this machine: the FUSE mount tests need it";
     }
     MemDeviceOptions mo;
-    mo.size_bytes = kDeviceBytes;
+    mo.size_bytes = kMountDeviceBytes;
     mo.logical_block_bytes = 4096;
     device_ = std::move(NewMemDevice(mo).value());
     PageCacheOptions po;
@@ -149,12 +149,12 @@ TEST_F(MountTest, DirectoryStatAndStats) {
   EXPECT_EQ(names, (std::set<std::string>{".", "..", ".stats", "disk"}));
   struct stat st;
   ASSERT_EQ(stat(file_.c_str(), &st), 0);
-  EXPECT_EQ(static_cast<uint64_t>(st.st_size), kDeviceBytes);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), kMountDeviceBytes);
   EXPECT_EQ(st.st_mode, static_cast<mode_t>(S_IFREG | 0644));
   EXPECT_EQ(st.st_blksize, 4096);
   struct statvfs sv;
   ASSERT_EQ(statvfs(dir_.c_str(), &sv), 0);
-  EXPECT_EQ(sv.f_blocks * sv.f_frsize, kDeviceBytes);
+  EXPECT_EQ(sv.f_blocks * sv.f_frsize, kMountDeviceBytes);
   // Namespace changes are refused.
   EXPECT_LT(open((dir_ + "/new").c_str(), O_CREAT | O_WRONLY, 0644), 0);
   EXPECT_EQ(errno, EPERM);
@@ -175,10 +175,10 @@ TEST_F(MountTest, DirectoryStatAndStats) {
 // mount and on the device after the unmount.
 TEST_F(MountTest, ConcurrentModelThroughTheKernel) {
   constexpr int kThreads = 4;
-  constexpr uint64_t kSlice = kDeviceBytes / kThreads;
+  constexpr uint64_t kSlice = kMountDeviceBytes / kThreads;
   const uint64_t seed = TestSeed();
   FOLIO_SEED_TRACE(seed);
-  std::vector<char> model(kDeviceBytes, 0);
+  std::vector<char> model(kMountDeviceBytes, 0);
   std::vector<std::thread> threads;
   std::vector<std::string> failures(kThreads);
   for (int t = 0; t < kThreads; ++t) {
@@ -226,7 +226,7 @@ TEST_F(MountTest, ConcurrentModelThroughTheKernel) {
   for (std::thread& th : threads) th.join();
   for (int t = 0; t < kThreads; ++t) ASSERT_EQ(failures[t], "") << "thread " << t;
 
-  std::vector<char> all(kDeviceBytes);
+  std::vector<char> all(kMountDeviceBytes);
   const int fd = open(file_.c_str(), O_RDONLY);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(pread(fd, all.data(), all.size(), 0), static_cast<ssize_t>(all.size()));
@@ -239,9 +239,9 @@ TEST_F(MountTest, ConcurrentModelThroughTheKernel) {
   EXPECT_GT(j["fuse"]["write_request_bytes"]["max"].get<uint64_t>(), 128u << 10);
 
   StopServer();
-  AlignedBuffer mem(kDeviceBytes);
-  ASSERT_TRUE(device_->Read(0, mem.data(), kDeviceBytes).ok());
-  EXPECT_EQ(std::memcmp(mem.data(), model.data(), kDeviceBytes), 0);
+  AlignedBuffer mem(kMountDeviceBytes);
+  ASSERT_TRUE(device_->Read(0, mem.data(), kMountDeviceBytes).ok());
+  EXPECT_EQ(std::memcmp(mem.data(), model.data(), kMountDeviceBytes), 0);
 }
 
 TEST_F(MountTest, UnmountFromOutsideEndsTheLoopAndBusyIsReported) {

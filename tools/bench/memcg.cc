@@ -20,7 +20,7 @@ namespace folio::bench {
 
 namespace {
 
-constexpr char kPrefix[] = "folio-bench.";
+constexpr char kCgroupPrefix[] = "folio-bench.";
 
 Status WriteText(const std::string& path, const std::string& text) {
   const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -90,8 +90,8 @@ void RemoveStale(const std::string& home, int version) {
   std::vector<std::string> stale;
   while (dirent* e = readdir(d)) {
     const std::string_view name = e->d_name;
-    if (!name.starts_with(kPrefix)) continue;
-    const long pid = std::strtol(e->d_name + std::strlen(kPrefix), nullptr, 10);
+    if (!name.starts_with(kCgroupPrefix)) continue;
+    const long pid = std::strtol(e->d_name + std::strlen(kCgroupPrefix), nullptr, 10);
     if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
       stale.push_back(home + "/" + std::string(name));
     }
@@ -146,7 +146,7 @@ Result<std::unique_ptr<MemoryCgroup>> MemoryCgroup::Create(uint64_t limit_bytes)
     }
   }
   RemoveStale(home, version);
-  const std::string path = home + "/" + kPrefix + std::to_string(getpid());
+  const std::string path = home + "/" + kCgroupPrefix + std::to_string(getpid());
   if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
     const int err = errno;
     return NotSupported("cannot create " + path + ": " + std::strerror(err));

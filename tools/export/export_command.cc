@@ -27,8 +27,6 @@ namespace folio::cli {
 
 namespace {
 
-constexpr char kPrefix[] = "folio export";
-
 struct ExportArgs {
   std::string mount;
   std::string unmount;
@@ -151,9 +149,9 @@ Status BuildExportConfig(const ExportArgs& a, ExportConfig* c) {
 int Run(const ExportArgs& a) {
   if (!a.unmount.empty()) {
     if (!a.mount.empty() || !a.specs.empty()) {
-      return UsageError(kPrefix, "--unmount DIR takes no --mount and no DEVICE_SPEC");
+      return UsageError(kExportPrefix, "--unmount DIR takes no --mount and no DEVICE_SPEC");
     }
-    if (a.timeout_s < 0) return UsageError(kPrefix, "--timeout: must be 0 or more seconds");
+    if (a.timeout_s < 0) return UsageError(kExportPrefix, "--timeout: must be 0 or more seconds");
     UnmountConfig u;
     u.mountpoint = a.unmount;
     u.lazy = a.lazy;
@@ -162,7 +160,7 @@ int Run(const ExportArgs& a) {
   }
   ExportConfig c;
   Status s = BuildExportConfig(a, &c);
-  if (!s.ok()) return ExitWithStatus(kPrefix, s);
+  if (!s.ok()) return ExitWithStatus(kExportPrefix, s);
   return RunExport(c);
 }
 

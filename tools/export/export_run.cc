@@ -22,8 +22,6 @@ namespace folio::cli {
 
 namespace {
 
-constexpr char kPrefix[] = "folio export";
-
 // Everything an export holds, declared so that destruction runs top-down: the server first,
 // then the file system, the address spaces, the cache, and the volumes (devices and locks)
 // last.
@@ -138,7 +136,7 @@ int Shutdown(ExportState* st, const Status& loop) {
 }
 
 int Serve(const ExportConfig& c, fuse::Daemon* daemon) {
-  ServeOutcome out(kPrefix, daemon);
+  ServeOutcome out(kExportPrefix, daemon);
   // Before any thread exists, so every thread inherits the blocked shutdown signals.
   Result<std::unique_ptr<fuse::ShutdownSignals>> signals = fuse::ShutdownSignals::Start();
   if (!signals.ok()) return out.Fail(signals.status());
@@ -163,27 +161,28 @@ int Serve(const ExportConfig& c, fuse::Daemon* daemon) {
 }  // namespace
 
 int RunExport(const ExportConfig& config) {
-  fuse::SetLogPrefix(kPrefix);
-  return RunForegroundOrDaemon(kPrefix, config.daemon,
+  fuse::SetLogPrefix(kExportPrefix);
+  return RunForegroundOrDaemon(kExportPrefix, config.daemon,
                                [&](fuse::Daemon* daemon) { return Serve(config, daemon); });
 }
 
 int RunUnmount(const UnmountConfig& c) {
-  fuse::SetLogPrefix(kPrefix);
+  fuse::SetLogPrefix(kExportPrefix);
   const std::string flag = "--unmount " + c.mountpoint;
   const UnmountResult r = UnmountAndWait(c.mountpoint, c.lazy, c.timeout_ms);
   switch (r.end) {
     case UnmountEnd::kNotMounted:
-      return UsageError(kPrefix, flag + ": not a FUSE mount point; nothing to unmount");
+      return UsageError(kExportPrefix, flag + ": not a FUSE mount point; nothing to unmount");
     case UnmountEnd::kFailed:
-      return ExitWithStatus(kPrefix, r.status);
+      return ExitWithStatus(kExportPrefix, r.status);
     case UnmountEnd::kDetached:
-      PrintError(kPrefix, c.mountpoint + ": detached; process " + std::to_string(r.pid) +
+      PrintError(kExportPrefix, c.mountpoint + ": detached; process " + std::to_string(r.pid) +
                               " writes back and exits when the last user closes its files");
       return kExitOk;
     case UnmountEnd::kServerStillRunning:
-      return RuntimeError(kPrefix, c.mountpoint + ": unmounted, but " + std::string(r.status.message()) +
-                                       " (still writing back?); wait for it or check its log");
+      return RuntimeError(kExportPrefix, c.mountpoint + ": unmounted, but " +
+                                             std::string(r.status.message()) +
+                                             " (still writing back?); wait for it or check its log");
     case UnmountEnd::kDone:
       break;
   }

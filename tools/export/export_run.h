@@ -22,6 +22,9 @@
 
 namespace folio::cli {
 
+// What every message of `folio export` starts with (cli_util.h: "folio export: ...").
+inline constexpr char kExportPrefix[] = "folio export";
+
 struct ExportConfig {
   std::string mountpoint;          // absolute
   std::vector<DeviceSpec> specs;   // paths absolute

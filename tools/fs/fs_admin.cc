@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/progress.h"
+#include "base/timespec.h"
 #include "base/units.h"
 #include "cli/cli_util.h"
 #include "fs/fs_cli.h"     // tools/fs
@@ -35,7 +36,7 @@ std::string Age(int64_t ns) {
 int64_t NowNs() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  return TimespecToNs(ts);
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ namespace folio::cli {
 
 namespace {
 
-constexpr char kPrefix[] = "folio fs mount";
+constexpr char kMountPrefix[] = "folio fs mount";
 
 // Everything a mount holds, declared so that destruction runs top-down: the server, the
 // adapter, the file system, the cache, and the volume (engine and store) last.
@@ -100,7 +100,7 @@ int Shutdown(MountState* st, const Status& loop) {
 }
 
 int Serve(const FsMountConfig& c, fuse::Daemon* daemon) {
-  ServeOutcome out(kPrefix, daemon);
+  ServeOutcome out(kMountPrefix, daemon);
   // Before any thread exists, so every thread inherits the blocked shutdown signals.
   Result<std::unique_ptr<fuse::ShutdownSignals>> signals = fuse::ShutdownSignals::Start();
   if (!signals.ok()) return out.Fail(signals.status());
@@ -143,8 +143,9 @@ int Serve(const FsMountConfig& c, fuse::Daemon* daemon) {
 }  // namespace
 
 int RunFsMount(const FsMountConfig& c) {
-  fuse::SetLogPrefix(kPrefix);
-  return RunForegroundOrDaemon(kPrefix, c.daemon, [&](fuse::Daemon* daemon) { return Serve(c, daemon); });
+  fuse::SetLogPrefix(kMountPrefix);
+  return RunForegroundOrDaemon(kMountPrefix, c.daemon,
+                               [&](fuse::Daemon* daemon) { return Serve(c, daemon); });
 }
 
 int RunFsUmount(const FsUmountConfig& c) {

@@ -22,6 +22,7 @@
 namespace folio::cli {
 namespace {
 
+using test::OneLine;
 using test::Outcome;
 using test::RunCommand;
 
@@ -66,10 +67,6 @@ size_t FirstDifference(const std::string& a, const std::string& b) {
     if (a[i] != b[i]) return i;
   }
   return a.size() == b.size() ? std::string::npos : n;
-}
-
-bool OneLine(const std::string& err) {
-  return !err.empty() && err.find('\n') == err.size() - 1;
 }
 
 const std::vector<size_t> kOddSizes = {5000, 1, 0, 4096 + 1, (1 << 20) + 4095};

@@ -1,6 +1,6 @@
 // Test helpers for the RAID and copy commands: runs one command line in-process through RunMain
 // (the `folio` binary's dispatch, with only these commands) and captures its exit code, stdout
-// and stderr; file contents; one-line errors.
+// and stderr; file contents. One-line errors: OneLine (one_line_test_util.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,6 +16,7 @@
 
 #include "cli/cli.h"
 #include "io/io_test_util.h"
+#include "one_line_test_util.h"  // tools/
 #include "raid/raid_cmd.h"
 
 namespace folio::cli::test {
@@ -53,11 +54,6 @@ inline void WriteRandomFile(const std::string& path, size_t bytes, uint64_t seed
   std::string data(bytes, 0);
   for (char& c : data) c = static_cast<char>(rng());
   std::ofstream(path, std::ios::binary) << data;
-}
-
-// A user-facing error is exactly one line.
-inline bool OneLine(const std::string& err) {
-  return !err.empty() && err.find('\n') == err.size() - 1;
 }
 
 }  // namespace folio::cli::test
