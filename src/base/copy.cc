@@ -21,8 +21,10 @@ struct KernelInfo {
   std::string_view name;
 };
 constexpr KernelInfo kKernels[] = {
-    {CopyImpl::kGlibc, "glibc"}, {CopyImpl::kAvx2, "avx2"}, {CopyImpl::kAvx2Nt, "avx2-nt"},
-    {CopyImpl::kRepMovsb, "rep-movsb"}, {CopyImpl::kNeon, "neon"}, {CopyImpl::kSve, "sve"},
+    {CopyImpl::kGlibc, "glibc"},       {CopyImpl::kAvx2, "avx2"},
+    {CopyImpl::kAvx2Nt, "avx2-nt"},    {CopyImpl::kAvx512, "avx512"},
+    {CopyImpl::kAvx512Nt, "avx512-nt"}, {CopyImpl::kRepMovsb, "rep-movsb"},
+    {CopyImpl::kNeon, "neon"},         {CopyImpl::kSve, "sve"},
 };
 
 void FirstCopyIn(void* dst, const void* src, size_t n);
@@ -78,7 +80,8 @@ std::optional<CopyImpl> ParseCopyImpl(std::string_view name) {
 
 std::vector<CopyImpl> CopyImplsOfThisIsa() {
 #if defined(__x86_64__)
-  return {CopyImpl::kGlibc, CopyImpl::kAvx2, CopyImpl::kAvx2Nt, CopyImpl::kRepMovsb};
+  return {CopyImpl::kGlibc,  CopyImpl::kAvx2,     CopyImpl::kAvx2Nt,
+          CopyImpl::kAvx512, CopyImpl::kAvx512Nt, CopyImpl::kRepMovsb};
 #elif defined(__aarch64__)
   return {CopyImpl::kGlibc, CopyImpl::kNeon, CopyImpl::kSve};
 #else
@@ -92,6 +95,8 @@ bool CopyImplAvailable(CopyImpl impl, const CpuFeatures& f) {
 #if defined(__x86_64__)
     case CopyImpl::kAvx2:
     case CopyImpl::kAvx2Nt: return f.avx2;
+    case CopyImpl::kAvx512:
+    case CopyImpl::kAvx512Nt: return f.avx512f;
     case CopyImpl::kRepMovsb: return true;
 #elif defined(__aarch64__)
     case CopyImpl::kNeon: return f.arm_neon;
@@ -118,6 +123,8 @@ CopyFn CopyImplFn(CopyImpl impl) {
 #if defined(__x86_64__)
     case CopyImpl::kAvx2: return &copy_internal::CopyAvx2;
     case CopyImpl::kAvx2Nt: return &copy_internal::CopyAvx2Nt;
+    case CopyImpl::kAvx512: return &copy_internal::CopyAvx512;
+    case CopyImpl::kAvx512Nt: return &copy_internal::CopyAvx512Nt;
     case CopyImpl::kRepMovsb: return &copy_internal::CopyRepMovsb;
 #elif defined(__aarch64__)
     case CopyImpl::kNeon: return &copy_internal::CopyNeon;

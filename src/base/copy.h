@@ -5,6 +5,8 @@
 //   glibc      memcpy (itself dispatched by glibc: AVX2 / ERMS on x86, ASIMD on arm64)
 //   avx2       x86 AVX2 32-byte loads / stores
 //   avx2-nt    x86 AVX2 with non-temporal stores from 64 KiB up (glibc below)
+//   avx512     x86 AVX-512F 64-byte loads / stores
+//   avx512-nt  x86 AVX-512F with non-temporal stores from 64 KiB up (glibc below)
 //   rep-movsb  x86 `rep movsb`
 //   neon       arm64 ASIMD 64-byte loads / stores
 //   sve        arm64 SVE predicated loads / stores
@@ -26,7 +28,22 @@
 
 namespace folio {
 
-enum class CopyImpl : uint8_t { kGlibc, kAvx2, kAvx2Nt, kRepMovsb, kNeon, kSve };
+enum class CopyImpl : uint8_t {
+  kGlibc,
+  kAvx2,
+  kAvx2Nt,
+  kAvx512,
+  kAvx512Nt,
+  kRepMovsb,
+  kNeon,
+  kSve,
+};
+
+// Every kernel of every ISA, in the order the README and error messages list them.
+inline constexpr CopyImpl kAllCopyImpls[] = {
+    CopyImpl::kGlibc,    CopyImpl::kAvx2,     CopyImpl::kAvx2Nt, CopyImpl::kAvx512,
+    CopyImpl::kAvx512Nt, CopyImpl::kRepMovsb, CopyImpl::kNeon,   CopyImpl::kSve,
+};
 
 std::string_view CopyImplName(CopyImpl impl);
 std::optional<CopyImpl> ParseCopyImpl(std::string_view name);

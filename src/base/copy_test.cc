@@ -1,8 +1,10 @@
 #include "base/copy.h"
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -87,23 +89,81 @@ TEST(CopyTest, EveryKernelIsCorrectForEveryLengthAndAlignment) {
   }
 }
 
-TEST(CopyTest, NamesRoundTripAndOtherIsasAreNotAvailable) {
-  for (CopyImpl impl : {CopyImpl::kGlibc, CopyImpl::kAvx2, CopyImpl::kAvx2Nt,
-                        CopyImpl::kRepMovsb, CopyImpl::kNeon, CopyImpl::kSve}) {
-    EXPECT_EQ(ParseCopyImpl(CopyImplName(impl)), impl);
+// Every kernel at every (source, destination) offset pair modulo 64, at the lengths where the
+// kernels change path: below and at one vector (32 / 64), at two (the AVX-512 body needs 64 and
+// ends on a 64-byte overlap), the unrolled loops' 128 / 256, and around the non-temporal
+// threshold, where the non-temporal kernels leave glibc.
+TEST(CopyTest, EveryKernelIsCorrectForEveryAlignmentPair) {
+  const uint64_t seed = TestSeed();
+  FOLIO_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  Pools pools(rng);
+  const size_t nt = 64 * 1024;
+  const size_t lengths[] = {1,   31,  32,  33,  63,  64,  65,  127, 128, 129, 191,
+                            192, 255, 256, 257, 319, 320, 383, 4096 + 1, nt - 1, nt, nt + 63};
+  for (CopyImpl impl : RunnableKernels()) {
+    const CopyFn fn = CopyImplFn(impl);
+    for (size_t n : lengths) {
+      for (size_t s_off = 0; s_off < 64; ++s_off) {
+        for (size_t d_off = 0; d_off < 64; ++d_off) {
+          SCOPED_TRACE(std::string(CopyImplName(impl)) + " n=" + std::to_string(n) + " src+" +
+                       std::to_string(s_off) + " dst+" + std::to_string(d_off));
+          pools.Check(fn, n, s_off, d_off);
+          if (HasFatalFailure() || HasNonfatalFailure()) return;
+        }
+      }
+    }
   }
+}
+
+TEST(CopyTest, NamesRoundTripAndOtherIsasAreNotAvailable) {
+  std::vector<std::string_view> names;
+  for (CopyImpl impl : kAllCopyImpls) {
+    EXPECT_EQ(ParseCopyImpl(CopyImplName(impl)), impl);
+    EXPECT_NE(CopyImplName(impl), "unknown");
+    names.push_back(CopyImplName(impl));
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end()) << "a name twice";
   EXPECT_FALSE(ParseCopyImpl("fast").has_value());
+  EXPECT_FALSE(ParseCopyImpl("avx512nt").has_value());
   CpuFeatures everything = CpuFeaturesOnce();
-  everything.avx2 = everything.arm_neon = everything.arm_sve = true;
+  everything.avx2 = everything.avx512f = everything.arm_neon = everything.arm_sve = true;
 #if defined(__x86_64__)
   EXPECT_FALSE(CopyImplAvailable(CopyImpl::kNeon, everything));
   EXPECT_FALSE(CopyImplAvailable(CopyImpl::kSve, everything));
+  for (CopyImpl impl : CopyImplsOfThisIsa()) {
+    EXPECT_TRUE(CopyImplAvailable(impl, everything)) << CopyImplName(impl);
+  }
   CpuFeatures no_avx2 = CpuFeaturesOnce();
-  no_avx2.avx2 = false;
+  no_avx2.avx2 = no_avx2.avx512f = false;
   EXPECT_FALSE(CopyImplAvailable(CopyImpl::kAvx2Nt, no_avx2));
+  EXPECT_FALSE(CopyImplAvailable(CopyImpl::kAvx512, no_avx2));
   EXPECT_EQ(AutoFolioCopyIn(no_avx2), CopyImpl::kGlibc);
+  EXPECT_EQ(AutoFolioCopyOut(no_avx2), CopyImpl::kGlibc);
+  // An AVX2 CPU without AVX-512 (the Zen 3 of docs/cpu-dispatch.md) can run neither AVX-512
+  // kernel, and auto keeps what it chose before they existed.
+  CpuFeatures avx2_only = CpuFeaturesOnce();
+  avx2_only.avx2 = true;
+  avx2_only.avx512f = avx2_only.avx512bw = avx2_only.avx512vl = avx2_only.avx512_icl = false;
+  avx2_only.os_avx512 = false;
+  EXPECT_TRUE(CopyImplAvailable(CopyImpl::kAvx2, avx2_only));
+  EXPECT_TRUE(CopyImplAvailable(CopyImpl::kAvx2Nt, avx2_only));
+  EXPECT_FALSE(CopyImplAvailable(CopyImpl::kAvx512, avx2_only));
+  EXPECT_FALSE(CopyImplAvailable(CopyImpl::kAvx512Nt, avx2_only));
+  EXPECT_EQ(AutoFolioCopyIn(avx2_only), CopyImpl::kAvx2Nt);
+  EXPECT_EQ(AutoFolioCopyOut(avx2_only), CopyImpl::kGlibc);
+  // AVX-512F alone is what the kernels need (an OS that does not save ZMM state clears it).
+  CpuFeatures avx512_only = CpuFeatures{};
+  avx512_only.arch = CpuArch::kX86_64;
+  avx512_only.avx512f = true;
+  EXPECT_TRUE(CopyImplAvailable(CopyImpl::kAvx512, avx512_only));
+  EXPECT_TRUE(CopyImplAvailable(CopyImpl::kAvx512Nt, avx512_only));
+  EXPECT_FALSE(CopyImplAvailable(CopyImpl::kAvx2, avx512_only));
 #elif defined(__aarch64__)
   EXPECT_FALSE(CopyImplAvailable(CopyImpl::kAvx2, everything));
+  EXPECT_FALSE(CopyImplAvailable(CopyImpl::kAvx512, everything));
+  EXPECT_FALSE(CopyImplAvailable(CopyImpl::kAvx512Nt, everything));
   CpuFeatures no_sve = CpuFeaturesOnce();
   no_sve.arm_sve = false;
   EXPECT_FALSE(CopyImplAvailable(CopyImpl::kSve, no_sve));

@@ -83,10 +83,7 @@ Status ResolveCopy(const CpuFeatures& f, DispatchConfig* c) {
   std::optional<CopyImpl> impl = ParseCopyImpl(v);
   if (!impl) {
     std::vector<std::string> all{"auto"};
-    for (CopyImpl k : {CopyImpl::kGlibc, CopyImpl::kAvx2, CopyImpl::kAvx2Nt, CopyImpl::kRepMovsb,
-                       CopyImpl::kNeon, CopyImpl::kSve}) {
-      all.emplace_back(CopyImplName(k));
-    }
+    for (CopyImpl k : kAllCopyImpls) all.emplace_back(CopyImplName(k));
     return Status::InvalidArgument("FOLIO_COPY=" + v + ": must be " + Join(all));
   }
   if (!CopyImplAvailable(*impl, f)) {
@@ -201,6 +198,10 @@ std::vector<DispatchRow> DescribeDispatch(const DispatchConfig& c, const CpuFeat
       case CopyImpl::kAvx2Nt:
         return "avx2 non-temporal stores from " + std::to_string(copy_internal::kNtMinBytes / 1024) +
                " KiB, glibc below";
+      case CopyImpl::kAvx512: return "avx512f 64-byte loads / stores";
+      case CopyImpl::kAvx512Nt:
+        return "avx512f non-temporal stores from " +
+               std::to_string(copy_internal::kNtMinBytes / 1024) + " KiB, glibc below";
       case CopyImpl::kRepMovsb: return "rep movsb";
       case CopyImpl::kNeon: return "neon 64-byte ld1 / st1";
       case CopyImpl::kSve: return "sve predicated ld1b / st1b";

@@ -74,7 +74,8 @@ TEST(DispatchTest, UnknownValuesNameTheVariableAndTheChoices) {
   const CpuFeatures& f = CpuFeaturesOnce();
   EXPECT_EQ(ErrorOf(f, {{"FOLIO_CRC", "fast"}}), "FOLIO_CRC=fast: must be auto, hw or sw");
   EXPECT_EQ(ErrorOf(f, {{"FOLIO_COPY", "turbo"}}),
-            "FOLIO_COPY=turbo: must be auto, glibc, avx2, avx2-nt, rep-movsb, neon or sve");
+            "FOLIO_COPY=turbo: must be auto, glibc, avx2, avx2-nt, avx512, avx512-nt, rep-movsb, "
+            "neon or sve");
   EXPECT_EQ(ErrorOf(f, {{"FOLIO_ATOMICS", "tso"}}),
             "FOLIO_ATOMICS=tso: must be auto, lse or llsc");
   EXPECT_EQ(ErrorOf(f, {{"FOLIO_CRC", "HW"}}), "FOLIO_CRC=HW: must be auto, hw or sw");
@@ -90,6 +91,23 @@ TEST(DispatchTest, ChoicesTheCpuCannotRunAreRefused) {
   EXPECT_EQ(ErrorOf(bare, {{"FOLIO_COPY", "avx2-nt"}}),
             "FOLIO_COPY=avx2-nt: this x86_64 CPU cannot run that kernel; use auto, glibc or "
             "rep-movsb");
+  for (const char* kernel : {"avx512", "avx512-nt"}) {
+    EXPECT_EQ(ErrorOf(bare, {{"FOLIO_COPY", kernel}}),
+              std::string("FOLIO_COPY=") + kernel +
+                  ": this x86_64 CPU cannot run that kernel; use auto, glibc or rep-movsb");
+  }
+  // An AVX2 CPU without AVX-512 (Zen 3): the AVX-512 kernels are refused, naming the AVX2 ones.
+  CpuFeatures avx2_only = bare;
+  avx2_only.avx2 = avx2_only.os_avx = true;
+  EXPECT_EQ(ErrorOf(avx2_only, {{"FOLIO_COPY", "avx512-nt"}}),
+            "FOLIO_COPY=avx512-nt: this x86_64 CPU cannot run that kernel; use auto, glibc, "
+            "avx2, avx2-nt or rep-movsb");
+  CpuFeatures avx512 = avx2_only;
+  avx512.avx512f = avx512.os_avx512 = true;
+  Result<DispatchConfig> c = ResolveDispatch(avx512, Env({{"FOLIO_COPY", "avx512-nt"}}));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->copy_in, CopyImpl::kAvx512Nt);
+  EXPECT_EQ(c->copy_out, CopyImpl::kAvx512Nt);
   EXPECT_NE(ErrorOf(bare, {{"FOLIO_COPY", "neon"}}).find("cannot run that kernel"),
             std::string::npos);
   EXPECT_EQ(ErrorOf(bare, {{"FOLIO_ATOMICS", "lse"}}),
