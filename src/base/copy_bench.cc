@@ -7,7 +7,10 @@
 //
 //   base_bench --benchmark_filter=Copy --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 // Compare kernels at the same size / direction / skew (bytes_per_second, median); `auto` keeps
-// a kernel only where it is >= 10% faster than glibc (docs/cpu-dispatch.md).
+// a kernel only where it is >= 10% faster than glibc (docs/cpu-dispatch.md). On a shared
+// machine add --benchmark_enable_random_interleaving=true: the repetitions of all rows run in
+// random order, so a change of load falls on every kernel alike. Below kNtMinBytes the -nt
+// kernels are glibc's memcpy, so their cells there show the run's noise.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>

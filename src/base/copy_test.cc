@@ -160,6 +160,17 @@ TEST(CopyTest, NamesRoundTripAndOtherIsasAreNotAvailable) {
   EXPECT_TRUE(CopyImplAvailable(CopyImpl::kAvx512, avx512_only));
   EXPECT_TRUE(CopyImplAvailable(CopyImpl::kAvx512Nt, avx512_only));
   EXPECT_FALSE(CopyImplAvailable(CopyImpl::kAvx2, avx512_only));
+  // Where AVX-512F is, auto writes folios with its non-temporal kernel and reads them with
+  // glibc (the Intel Xeon table of docs/cpu-dispatch.md).
+  CpuFeatures avx512_and_avx2 = avx2_only;
+  avx512_and_avx2.avx512f = avx512_and_avx2.os_avx512 = true;
+  EXPECT_EQ(AutoFolioCopyIn(avx512_and_avx2), CopyImpl::kAvx512Nt);
+  EXPECT_EQ(AutoFolioCopyOut(avx512_and_avx2), CopyImpl::kGlibc);
+  EXPECT_EQ(AutoFolioCopyIn(avx512_only), CopyImpl::kAvx512Nt);
+  EXPECT_EQ(AutoFolioCopyIn(CpuFeaturesOnce()),
+            CpuFeaturesOnce().avx512f ? CopyImpl::kAvx512Nt
+            : CpuFeaturesOnce().avx2  ? CopyImpl::kAvx2Nt
+                                      : CopyImpl::kGlibc);
 #elif defined(__aarch64__)
   EXPECT_FALSE(CopyImplAvailable(CopyImpl::kAvx2, everything));
   EXPECT_FALSE(CopyImplAvailable(CopyImpl::kAvx512, everything));

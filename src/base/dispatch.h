@@ -2,7 +2,7 @@
 // from the CPU's features (CpuFeaturesOnce) and the FOLIO_* environment variables:
 //
 //   FOLIO_CRC      auto | hw | sw                CRC32C (base/crc32c.h)
-//   FOLIO_COPY     auto | glibc | avx2 | avx2-nt | rep-movsb | neon | sve
+//   FOLIO_COPY     auto | glibc | avx2 | avx2-nt | avx512 | avx512-nt | rep-movsb | neon | sve
 //                                                copies into / out of folios (base/copy.h)
 //   FOLIO_ATOMICS  auto | lse | llsc             arm64 atomic RMWs (base/atomics.h)
 //
