@@ -45,8 +45,10 @@ Status FileData::CommitRecords(std::span<const PendingRecord> records) {
     // A field the metadata holds another value of than the one this mount last committed or
     // read (v.base) was set since the snapshot above (a setattr after the close, racing this
     // background commit, or another mount's commit): it stays.
-    if (v.times_dirty) {
-      if (committed.mtime_ns == v.base.mtime_ns) committed.mtime_ns = v.mtime_ns;
+    if (v.times_dirty && committed.mtime_ns == v.base.mtime_ns) committed.mtime_ns = v.mtime_ns;
+    // Data committed moves the ctime even when the times were adopted since the writes (a
+    // truncate or setattr after them): another mount sees the change only by it.
+    if (v.times_dirty || !records.empty()) {
       committed.ctime_ns = CommitCtime(committed.ctime_ns, v.ctime_ns);
     }
     if (v.atime_dirty && committed.atime_ns == v.base.atime_ns) committed.atime_ns = v.atime_ns;
