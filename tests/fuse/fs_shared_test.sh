@@ -194,11 +194,12 @@ names_seen() {
 check "mkdir, create, rename, unlink on A are seen on B within the entry timeout" names_seen
 crosswise() {
   mkdir "$MA/x" "$MA/y" || return 1
-  mv "$MA/x" "$MA/y/" & local p1=$!
-  mv "$MB/y" "$MB/x/" 2>/dev/null & local p2=$!
+  # -T: exactly rename(x, y/x) and rename(y, x/y); `mv y x/` would rename y to x once x is gone.
+  mv -T "$MA/x" "$MA/y/x" 2>/dev/null & local p1=$!
+  mv -T "$MB/y" "$MB/x/y" 2>/dev/null & local p2=$!
   wait $p1; local r1=$?
   wait $p2; local r2=$?
-  echo "  mv x y/ on A: $r1, mv y x/ on B: $r2"
+  echo "  mv x y/x on A: $r1, mv y x/y on B: $r2"
   [ $r1 -ne 0 ] || [ $r2 -ne 0 ] || return 1          # never both
   sleep 1.2
   if [ -d "$MB/y/x" ]; then rmdir "$MB/y/x" "$MB/y"; else rmdir "$MB/x/y" "$MB/x"; fi
