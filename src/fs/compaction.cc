@@ -29,14 +29,6 @@ namespace folio::fs {
 
 namespace {
 
-bool SameList(const std::vector<meta::Slice>& a, const std::vector<meta::Slice>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (meta::EncodeSlice(a[i]) != meta::EncodeSlice(b[i])) return false;
-  }
-  return true;
-}
-
 constexpr size_t kCompactionsPerPass = 16;
 
 }  // namespace
@@ -123,7 +115,7 @@ Status DataPath::CompactChunk(InodeId ino, uint32_t chunk) {
   bool changed = false;
   Status s = ctx_.meta->Transact("compact", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
     FOLIO_ASSIGN_OR_RETURN(std::vector<meta::Slice> cur, t.GetChunk(ino, chunk));
-    changed = !SameList(cur, old);
+    changed = !SameSlices(cur, old);
     if (changed) return Status::OK();
     FOLIO_RETURN_IF_ERROR(t.PutChunk(ino, chunk, now));
     return ApplyRefDelta(t, old, now, delete_after);

@@ -66,6 +66,10 @@ Result<std::shared_ptr<FileData>> DataPath::Open(meta::Inode* seen, const FolioP
     }
   }
   if (data) {
+    if (Status r = RecordOpen(data); !r.ok()) {
+      (void)Close(data);
+      return r;
+    }
     // Another mount wrote it since this one looked (close-to-open): the cached pages go.
     Result<bool> dropped = data->Revalidate(seen);
     if (!dropped.ok()) {
@@ -78,15 +82,80 @@ Result<std::shared_ptr<FileData>> DataPath::Open(meta::Inode* seen, const FolioP
   *keep_cache = false;
   auto fresh = std::make_shared<FileData>(this, inode, policy);
   FOLIO_RETURN_IF_ERROR(fresh->Init());
-  std::lock_guard<std::mutex> lock(mu_);
-  auto [it, inserted] = files_.try_emplace(Raw(inode.ino), fresh);
-  // Another thread opened it meanwhile: use that one (ours is dropped unused).
-  it->second->opens++;
-  if (it->second->in_lru) {
-    lru_.erase(it->second->lru_it);
-    it->second->in_lru = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto [it, inserted] = files_.try_emplace(Raw(inode.ino), fresh);
+    // Another thread opened it meanwhile: use that one (ours is dropped unused).
+    data = it->second;
+    data->opens++;
+    if (data->in_lru) {
+      lru_.erase(data->lru_it);
+      data->in_lru = false;
+    }
   }
-  return it->second;
+  if (Status r = RecordOpen(data); !r.ok()) {
+    (void)Close(data);
+    if (r.IsNotFound() || r.ToErrno() == ENOENT) ForgetIfClosed(inode.ino);
+    return r;
+  }
+  return data;
+}
+
+Status DataPath::RecordOpen(const std::shared_ptr<FileData>& data) {
+  if (!ctx_.options.shared) return Status::OK();
+  std::lock_guard<std::mutex> rec(data->record_mu);
+  if (data->recorded) return Status::OK();
+  const InodeId ino = data->ino();
+  // In one transaction with the check that the inode is still there: an unlink of its last
+  // link on another mount either comes after (and sees the record) or before (ENOENT here).
+  FOLIO_RETURN_IF_ERROR(ctx_.meta->Transact("open_record", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+    FOLIO_RETURN_IF_ERROR(GetInodeOrEnoent(t, ino).status());
+    return t.AddSustained(ctx_.session, ino);
+  }));
+  data->recorded = true;
+  return Status::OK();
+}
+
+Status DataPath::RestoreOpenRecords() {
+  if (!ctx_.options.shared) return Status::OK();
+  std::vector<std::shared_ptr<FileData>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [ino, d] : files_) all.push_back(d);
+  }
+  Status first;
+  for (const std::shared_ptr<FileData>& d : all) {
+    std::lock_guard<std::mutex> rec(d->record_mu);
+    if (!d->recorded) continue;
+    Status s = ctx_.meta->Transact("open_record", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+      FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Inode> inode, t.GetInode(d->ino()));
+      return inode ? t.AddSustained(ctx_.session, d->ino()) : Status::OK();
+    });
+    if (first.ok() && !s.ok()) first = s;
+  }
+  return first;
+}
+
+Status DataPath::ReleaseOpenRecord(const std::shared_ptr<FileData>& data) {
+  if (!ctx_.options.shared) return Status::OK();
+  std::unique_lock<std::mutex> rec(data->record_mu);
+  if (!data->recorded) return Status::OK();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (data->opens > 0) return Status::OK();  // reopened: the record stays
+  }
+  const InodeId ino = data->ino();
+  uint64_t key = 0;
+  FOLIO_RETURN_IF_ERROR(ctx_.meta->Transact("release_record", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+    FOLIO_RETURN_IF_ERROR(t.RemoveSustained(ctx_.session, ino));
+    // Unlinked by another mount while open here, and held by no other session: it goes now,
+    // queued in this transaction so that a crash before the free leaves it queued.
+    FOLIO_ASSIGN_OR_RETURN(key, QueueInodeIfFree(t, ino));
+    return Status::OK();
+  }));
+  data->recorded = false;
+  rec.unlock();  // FreeInode forgets the FileData, which takes record_mu again
+  return key == 0 ? Status::OK() : FreeInode(ino, key);
 }
 
 std::shared_ptr<FileData> DataPath::Find(InodeId ino) const {
@@ -129,6 +198,10 @@ void DataPath::ForgetIfClosed(InodeId ino) {
     files_.erase(it);
   }
   drop->Discard();
+  // A closed file not settled yet still holds its record (shared mounts): the unlink that
+  // called this saw it as held, so the record's release frees the inode. A failure leaves the
+  // record to the session's end (unmount, or the cleanup of a dead session).
+  (void)ReleaseOpenRecord(drop);
 }
 
 Status DataPath::Close(const std::shared_ptr<FileData>& data) {
@@ -147,7 +220,16 @@ Status DataPath::Close(const std::shared_ptr<FileData>& data) {
 }
 
 void DataPath::SettleClosed(const std::shared_ptr<FileData>& data) {
+  if (ctx_.options.shared) {
+    // Reopened meanwhile: a shared mount commits a file's data at its closes (and fsync and the
+    // periodic sync), not while it is open; its next last close settles it.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (data->opens > 0) return;
+  }
   Status s = data->Sync(SyncMode::kBackground);
+  // Shared mounts: a clean closed file is no longer held here (committed first, so that
+  // another mount's unlink cannot free the inode under its commit).
+  if (s.ok() && !data->Dirty()) s = ReleaseOpenRecord(data);
   std::vector<std::shared_ptr<FileData>> evicted;
   {
     std::lock_guard<std::mutex> lock(mu_);

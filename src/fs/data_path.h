@@ -107,6 +107,10 @@ class DataPath {
   // queue, compaction, pack rewriting, and the deletion queue.
   Status Maintenance();
 
+  // Shared mounts: writes the records of the files open here again, after another mount
+  // cleaned this session as dead (SessionKeeper::Heartbeat's DataLoss). A file that mount
+  // freed meanwhile stays gone (its reads fail).
+  Status RestoreOpenRecords();
   // Frees an inode whose last link and last open are gone (the kInode item `key`, or 0), in
   // one transaction. NotFound when it is already gone.
   Status FreeInode(InodeId ino, uint64_t key);
@@ -130,6 +134,14 @@ class DataPath {
   void SettleClosed(const std::shared_ptr<FileData>& data);
   void EvictLocked(std::vector<std::shared_ptr<FileData>>* out);
   Status ReleaseSustained(const std::shared_ptr<FileData>& data);
+  // Shared mounts (FsOptions::shared; no-ops otherwise). RecordOpen: a handle of `data` is
+  // open here, so the sustained table must hold (this session, its inode): added unless it
+  // does already. ENOENT when the inode is gone (freed by another mount). ReleaseOpenRecord:
+  // `data` has no handle here any more: the record goes, and an inode another mount unlinked
+  // meanwhile that no other session holds is queued and freed, as at a last close.
+  // Context: take data->record_mu, then transactions; not under mu_.
+  Status RecordOpen(const std::shared_ptr<FileData>& data);
+  Status ReleaseOpenRecord(const std::shared_ptr<FileData>& data);
   Status CompactChunk(InodeId ino, uint32_t chunk);
 
   const DataContext ctx_;

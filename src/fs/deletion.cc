@@ -62,15 +62,14 @@ Status DataPath::ReleaseSustained(const std::shared_ptr<FileData>& data) {
   // The inode goes on the deletion queue in the same transaction: a crash before FreeInode
   // below leaves it queued (the next mount frees it), never unlinked with nothing holding it.
   uint64_t key = 0;
+  std::unique_lock<std::mutex> rec(data->record_mu);
   Status s = ctx_.meta->Transact("release", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
     FOLIO_RETURN_IF_ERROR(t.RemoveSustained(ctx_.session, ino));
-    meta::Deletion d;
-    d.kind = meta::DeletionKind::kInode;
-    d.id = Raw(ino);
-    d.not_before_ns = WallNs();
-    FOLIO_ASSIGN_OR_RETURN(key, t.QueueDeletion(d));
+    FOLIO_ASSIGN_OR_RETURN(key, QueueInodeDeletion(t, ino));
     return Status::OK();
   });
+  if (s.ok()) data->recorded = false;
+  rec.unlock();
   {
     std::lock_guard<std::mutex> lock(mu_);
     data->sustained = false;

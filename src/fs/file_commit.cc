@@ -12,10 +12,6 @@
 
 namespace folio::fs {
 
-namespace {
-
-}  // namespace
-
 Result<meta::SliceId> FileData::NewSliceId() { return dp_->NewSliceId(); }
 
 Status FileData::CommitRecords(std::span<const PendingRecord> records) {
@@ -36,20 +32,24 @@ Status FileData::CommitRecords(std::span<const PendingRecord> records) {
   added.reserve(records.size());
   for (const PendingRecord& r : records) added.push_back(r.slice);
   meta::Inode committed;
+  bool elsewhere = false;
   Status s = ctx.meta->Transact("write", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
     FOLIO_ASSIGN_OR_RETURN(committed, GetInodeOrEnoent(t, ino_));
+    elsewhere = ChangedSinceBase(committed);
     for (const PendingRecord& r : records) {
       FOLIO_RETURN_IF_ERROR(t.AppendSlice(ino_, r.chunk, r.slice));
     }
     FOLIO_RETURN_IF_ERROR(ApplyRefDelta(t, {}, added, delete_after));
     const uint64_t old_size = committed.size_bytes;
-    if (v.size_dirty) committed.size_bytes = v.size;
+    committed.size_bytes = CommitSize(old_size, v.size, v.size_dirty, v.size_exact);
     // A field the metadata holds another value of than the one this mount last committed or
     // read (v.base) was set since the snapshot above (a setattr after the close, racing this
-    // background commit): it stays.
-    if (v.times_dirty) {
-      if (committed.mtime_ns == v.base.mtime_ns) committed.mtime_ns = v.mtime_ns;
-      committed.ctime_ns = std::max(committed.ctime_ns, v.ctime_ns);
+    // background commit, or another mount's commit): it stays.
+    if (v.times_dirty && committed.mtime_ns == v.base.mtime_ns) committed.mtime_ns = v.mtime_ns;
+    // Data committed moves the ctime even when the times were adopted since the writes (a
+    // truncate or setattr after them): another mount sees the change only by it.
+    if (v.times_dirty || !records.empty()) {
+      committed.ctime_ns = CommitCtime(committed.ctime_ns, v.ctime_ns);
     }
     if (v.atime_dirty && committed.atime_ns == v.base.atime_ns) committed.atime_ns = v.atime_ns;
     if (v.mode_dirty && committed.mode == v.base.mode) committed.mode = v.mode;
@@ -64,6 +64,7 @@ Status FileData::CommitRecords(std::span<const PendingRecord> records) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     view_.base = committed;
+    stale_ |= elsewhere;
     ClearDirtyLocked(v.gen);
   }
   std::map<uint32_t, size_t> per_chunk;
@@ -92,10 +93,18 @@ FileData::PackedAttrs FileData::pack_attrs() const {
   a.base_mtime_ns = view_.base.mtime_ns;
   a.base_atime_ns = view_.base.atime_ns;
   a.base_mode = view_.base.mode;
+  a.base = view_.base;
+  a.size_dirty = view_.size_dirty;
+  a.size_exact = view_.size_exact;
+  a.frozen = frozen_;
   return a;
 }
 
-Status FileData::PackContent(const std::vector<char>& content) {
+Status FileData::PackContent(const std::vector<char>& content, FrozenBase base) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    frozen_ = std::move(base);
+  }
   std::shared_ptr<PackTicket> ticket = dp_->packs()->Add(shared_from_this(), content);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -118,9 +127,11 @@ Status FileData::WaitPacked() {
   return t->Wait();
 }
 
-void FileData::PackCommitted(const PackedAttrs& attrs, const meta::Inode& committed) {
+void FileData::PackCommitted(const PackedAttrs& attrs, const meta::Inode& committed,
+                             bool elsewhere) {
   dev_->Packed();
   std::lock_guard<std::mutex> lock(mu_);
+  stale_ |= elsewhere;
   view_.base.size_bytes = committed.size_bytes;
   view_.base.mtime_ns = committed.mtime_ns;
   view_.base.ctime_ns = std::max(view_.base.ctime_ns, committed.ctime_ns);

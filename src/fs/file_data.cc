@@ -140,6 +140,7 @@ void FileData::Discard() {
   dev_->DiscardPending();
   std::lock_guard<std::mutex> lock(mu_);
   view_.size_dirty = view_.times_dirty = view_.atime_dirty = view_.mode_dirty = false;
+  view_.size_exact = view_.data_dirty = false;
   view_.dirty_since_ns = 0;
 }
 
@@ -153,11 +154,13 @@ void FileData::MarkDirtyLocked() {
 void FileData::ClearDirtyLocked(uint64_t gen) {
   if (view_.gen != gen) return;  // changed again since: stays dirty
   view_.size_dirty = view_.times_dirty = view_.atime_dirty = view_.mode_dirty = false;
+  view_.size_exact = view_.data_dirty = false;
   view_.sparse_dirty = false;
   if (!dev_->HasPending()) view_.dirty_since_ns = 0;
 }
 
 void FileData::NoteModifiedLocked(uint64_t new_size, int64_t now, const Cred& cred) {
+  view_.data_dirty = true;
   if (new_size > view_.size) {
     view_.size = new_size;
     view_.size_dirty = true;
@@ -222,6 +225,7 @@ void FileData::AdoptAttrs(const meta::Inode& inode) {
   view_.atime_ns = inode.atime_ns;
   view_.mode = inode.mode;
   view_.size_dirty = view_.times_dirty = view_.atime_dirty = view_.mode_dirty = false;
+  view_.size_exact = false;
   // A sparse mark not committed yet stays: the setattr committed other fields.
   if ((inode.flags & meta::kInodeFlagSparse) != 0) view_.sparse_dirty = false;
   written_.Remove((inode.size_bytes + kPageBytes - 1) / kPageBytes, UINT64_MAX);
@@ -243,18 +247,51 @@ uint64_t FileData::dirty_since_ns() const {
   return view_.dirty_since_ns;
 }
 
+bool FileData::ChangedSinceBase(const meta::Inode& pre) const {
+  if (!dp_->ctx().options.shared) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  return InodeChangedSince(pre, view_.base);
+}
+
+void FileData::MarkStale() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stale_ = true;
+}
+
+bool FileData::size_exact() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return view_.size_exact;
+}
+
 bool FileData::ChangedElsewhere(const meta::Inode& inode) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return inode.mtime_ns != view_.base.mtime_ns || inode.size_bytes != view_.base.size_bytes ||
-         inode.ctime_ns < view_.base.ctime_ns;
+  if (stale_) return true;
+  if (inode.mtime_ns != view_.base.mtime_ns || inode.size_bytes != view_.base.size_bytes ||
+      inode.ctime_ns < view_.base.ctime_ns) {
+    return true;
+  }
+  // Shared mounts: another mount's commit may leave the size and mtime as they were (the same
+  // range rewritten; an mtime its commit keeps because this mount's differs, see
+  // CommitRecords); every commit moves the ctime forward, so any other ctime is a change. (A
+  // rename or link on this mount moves it too: the cache is then dropped for nothing.)
+  return dp_->ctx().options.shared && inode.ctime_ns != view_.base.ctime_ns;
+}
+
+bool FileData::DataDirty() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  // An atime of reads waiting for its commit does not count: it changes no data, and a reader
+  // whose reads keep it dirty must still see another mount's close at its next open.
+  return view_.data_dirty || view_.size_dirty || view_.times_dirty || view_.mode_dirty ||
+         view_.sparse_dirty || ticket_ != nullptr || dev_->HasPending();
 }
 
 Result<bool> FileData::Revalidate(meta::Inode* seen) {
-  if (!ChangedElsewhere(*seen) || Dirty()) return false;
+  if (!ChangedElsewhere(*seen) || DataDirty()) return false;
   std::unique_lock<std::shared_mutex> io(io_);
-  // No write of this mount starts now, and with nothing dirty none is committing: base holds
-  // everything this mount committed, so a fresh read differs from it only by another mount.
-  if (Dirty()) return false;
+  // No write of this mount starts now, and with no data dirty none is committing (an atime
+  // commit may be, which changes only the atime): base holds everything this mount committed,
+  // so a fresh read differs from it only by another mount.
+  if (DataDirty()) return false;
   meta::Inode now;
   FOLIO_RETURN_IF_ERROR(dp_->ctx().meta->Transact("revalidate", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
     FOLIO_ASSIGN_OR_RETURN(now, GetInodeOrEnoent(t, ino_));
@@ -262,11 +299,30 @@ Result<bool> FileData::Revalidate(meta::Inode* seen) {
   }));
   *seen = now;
   if (!ChangedElsewhere(now)) return false;
-  if (now.size_bytes > capacity_) FOLIO_RETURN_IF_ERROR(Regrow(now.size_bytes));
-  FOLIO_RETURN_IF_ERROR(as_->Invalidate(0, capacity_));
-  dev_->DropCommittedCache();
+  FOLIO_RETURN_IF_ERROR(dev_->DropCommittedCache());
+  int64_t atime_ns = 0;
+  bool atime_dirty;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    atime_dirty = view_.atime_dirty;
+    atime_ns = view_.atime_ns;
+  }
   AdoptAttrs(now);
-  FOLIO_RETURN_IF_ERROR(as_->Truncate(now.size_bytes));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stale_ = false;
+  }
+  if (atime_dirty && atime_ns > now.atime_ns) {
+    // This mount's reads since its last commit: their atime still goes with the next one.
+    std::lock_guard<std::mutex> lock(mu_);
+    view_.atime_ns = atime_ns;
+    view_.atime_dirty = true;
+    MarkDirtyLocked();
+  }
+  // A fresh address space at the new size: the cached pages go. Not a truncate of this one:
+  // it would send a size another mount grew to the device as trims (zero records over the
+  // other mount's data, committed at this mount's next sync), and a shrink as zero ranges too.
+  FOLIO_RETURN_IF_ERROR(OpenMapping(std::max(capacity_, CapacityFor(now.size_bytes))));
   return true;
 }
 

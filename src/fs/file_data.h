@@ -79,16 +79,25 @@ class FileData final : public InodeDevice::Owner,
   // The metadata now holds `inode` (a setattr committed it): take its mode, owner and times,
   // clearing those uncommitted changes.
   void AdoptAttrs(const meta::Inode& inode);
+  // Shared mounts: whether `pre`, the inode as a commit of this mount read it in its
+  // transaction, holds another mount's change since this mount last looked. Such a commit
+  // adopts what it wrote as this mount's base, while the cached data may still be older: the
+  // FileData is then marked stale, and the next open revalidates it (drops the cache).
+  bool ChangedSinceBase(const meta::Inode& pre) const;
+  void MarkStale();
+  // The size to commit is exactly size() (View::size_exact).
+  bool size_exact() const;
   uint64_t size() const;
   bool Dirty() const;
   uint64_t dirty_since_ns() const;
   // Close-to-open at an open of this cached file: *seen is the metadata's inode as the open
   // read it. When the metadata holds another version than this mount last committed or read
-  // (another mount wrote the file) and this mount has nothing uncommitted, drops the cached
-  // pages and slice lists and adopts it; returns whether it did. *seen may predate a commit of
-  // this mount that landed after it was read (the background commit of a file just closed),
-  // so a difference is checked again on a fresh read under the exclusive lock, which then
-  // replaces *seen.
+  // (another mount wrote the file, or the FileData is stale) and this mount has nothing
+  // uncommitted but the atime of its reads (kept for its next commit), drops the cached pages
+  // and slice lists, reads the list of chunks again and adopts it; returns whether it did.
+  // *seen may predate a commit of this mount that landed after it was read (the background
+  // commit of a file just closed), so a difference is checked again on a fresh read under the
+  // exclusive lock, which then replaces *seen.
   Result<bool> Revalidate(meta::Inode* seen);
   std::unique_lock<std::shared_mutex> LockExclusive() { return std::unique_lock(io_); }
   void SetPolicy(const FolioPolicy& policy);
@@ -101,6 +110,11 @@ class FileData final : public InodeDevice::Owner,
   // ---- DataPath bookkeeping (GUARDED_BY DataPath::mu_) ------------------------------------
   int opens = 0;
   bool sustained = false;  // unlinked while open: free at the last close
+  // Shared mounts: whether the sustained table holds (this session, this inode) for this
+  // mount's handles (DataPath::RecordOpen, ReleaseOpenRecord). GUARDED_BY(record_mu); taken
+  // before any transaction and before DataPath::mu_.
+  std::mutex record_mu;
+  bool recorded = false;
   bool in_lru = false;
   std::list<uint64_t>::iterator lru_it;
 
@@ -110,7 +124,7 @@ class FileData final : public InodeDevice::Owner,
   Status WaitPacked() override;
   uint64_t PackSize() const override;
   // Hands the frozen content to the pack writer; with a durable sync, waits for its commit.
-  Status PackContent(const std::vector<char>& content) override;
+  Status PackContent(const std::vector<char>& content, FrozenBase base) override;
 
   // ---- Pack writer callbacks -------------------------------------------------------------
   struct PackedAttrs {
@@ -122,21 +136,37 @@ class FileData final : public InodeDevice::Owner,
     // at the pack's commit was set since (chmod, utimensat after the close) and is kept.
     int64_t base_mtime_ns = 0, base_atime_ns = 0;
     uint32_t base_mode = 0;
+    meta::Inode base;  // the whole inode these were taken over (ChangedSinceBase)
+    bool size_dirty = false, size_exact = false;  // as in View: how `size` is committed
+    // What the content was built from (InodeDevice::FrozenBase): the pack replaces chunk 0
+    // only when the metadata still holds `frozen.committed`; otherwise (another mount
+    // committed to the file since) it adds records for `frozen.written` alone.
+    FrozenBase frozen;
   };
   // The attributes a pack entry commits (taken when the content was handed over).
   PackedAttrs pack_attrs() const;
-  // `committed`: the inode as the pack's transaction wrote it.
-  void PackCommitted(const PackedAttrs& attrs, const meta::Inode& committed);
+  // `committed`: the inode as the pack's transaction wrote it; `elsewhere`: that transaction
+  // found another mount's change (ChangedSinceBase).
+  void PackCommitted(const PackedAttrs& attrs, const meta::Inode& committed, bool elsewhere);
   void PackFailed(const Status& error);
 
  private:
   // Whether `inode` differs from what this mount last committed or read.
   bool ChangedElsewhere(const meta::Inode& inode) const;
+  // Whether this mount has uncommitted data or attributes other than an atime.
+  bool DataDirty() const;
   struct View {
     uint64_t size = 0;
     int64_t mtime_ns = 0, ctime_ns = 0, atime_ns = 0;
     uint32_t mode = 0;
     bool size_dirty = false, times_dirty = false, atime_dirty = false, mode_dirty = false;
+    // The size to commit is exactly `size` (a truncate whose own commit failed), not the
+    // largest of it and the committed size (writes only grow a file: the committed size may
+    // be another mount's later growth).
+    bool size_exact = false;
+    // Written (write, fallocate, punch) since the last commit: the cache may hold dirty pages
+    // whatever the attribute flags say (a setattr adopts the attributes, not the data).
+    bool data_dirty = false;
     bool sparse_dirty = false;        // kInodeFlagSparse to commit
     uint64_t gen = 0;                 // bumped by every change
     uint64_t dirty_since_ns = 0;      // monotonic; 0 = clean
@@ -177,6 +207,10 @@ class FileData final : public InodeDevice::Owner,
   FolioPolicy policy_;                 // GUARDED_BY(mu_)
   std::shared_ptr<PackTicket> ticket_; // GUARDED_BY(mu_): the pack entry in flight, if any
   PackedAttrs packed_attrs_;           // GUARDED_BY(mu_)
+  FrozenBase frozen_;                  // GUARDED_BY(mu_): of the content being handed over
+  // Shared mounts: a commit of this mount took another mount's change into view_.base while
+  // the cached data may be older (ChangedSinceBase); the next open revalidates.
+  bool stale_ = false;                 // GUARDED_BY(mu_)
   std::atomic<bool> has_locks_{false};
 };
 

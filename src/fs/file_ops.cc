@@ -141,7 +141,14 @@ Result<size_t> FileSystem::WriteAt(uint64_t fh, uint64_t pos, std::span<const ch
 
 Status FileSystem::Flush(uint64_t fh, uint64_t lock_owner) {
   FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, HandleOf(fh));
-  return ReleasePosixLocks(*f, lock_owner);
+  Status locks = ReleasePosixLocks(*f, lock_owner);
+  // Shared mounts: close-to-open. What this mount wrote is committed before close(2) returns,
+  // so an open on another mount after it sees the data (not made durable: that is fsync's).
+  if (options_.shared && f->writable()) {
+    Status s = f->data->Sync(SyncMode::kDurable);
+    if (!s.ok()) return s;
+  }
+  return locks;
 }
 
 Status FileSystem::Release(uint64_t fh) {

@@ -22,18 +22,6 @@
 
 namespace folio::fs {
 
-namespace {
-
-bool SameSlices(const std::vector<meta::Slice>& a, const std::vector<meta::Slice>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (meta::EncodeSlice(a[i]) != meta::EncodeSlice(b[i])) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 Status FileData::Truncate(uint64_t size, const Cred& cred) {
   // A pack entry in flight would commit the old size after this: let it land first.
   FOLIO_RETURN_IF_ERROR(WaitPacked());
@@ -59,6 +47,7 @@ Status FileData::Truncate(uint64_t size, const Cred& cred) {
     std::lock_guard<std::mutex> lock(mu_);
     view_.size = size;
     view_.size_dirty = true;
+    view_.size_exact = true;
     view_.mtime_ns = view_.ctime_ns = WallNs();
     view_.times_dirty = true;
     MarkDirtyLocked();
@@ -72,9 +61,11 @@ Status FileData::TruncateMeta(uint64_t size, const Cred& cred) {
   const int64_t delete_after = now + ctx.format.deletion_grace_ms * 1000000;
   std::vector<std::pair<uint32_t, std::vector<meta::Slice>>> changed;
   meta::Inode out;
+  bool elsewhere = false;
   Status s = ctx.meta->Transact("truncate", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
     changed.clear();
     FOLIO_ASSIGN_OR_RETURN(out, GetInodeOrEnoent(t, ino_));
+    elsewhere = ChangedSinceBase(out);
     const uint64_t committed_size = out.size_bytes;
     Overlay(&out);
     const uint64_t cut_at = std::min(committed_size, size);
@@ -100,6 +91,7 @@ Status FileData::TruncateMeta(uint64_t size, const Cred& cred) {
   if (!s.ok()) return s;
   for (auto& [idx, slices] : changed) dev_->InvalidateChunk(idx);
   AdoptAttrs(out);
+  if (elsewhere) MarkStale();
   return Status::OK();
 }
 

@@ -90,6 +90,7 @@ Status FileSystem::RunMaintenance() {
   if (now - bg_->last_heartbeat_ns >= beat_ns) {
     first = session_->Heartbeat();
     bg_->last_heartbeat_ns = now;
+    if (first.code() == StatusCode::kDataLoss) (void)data_->RestoreOpenRecords();
   }
   if (bg_->passes++ % 10 == 0) {
     Result<int> cleaned = session_->CleanDead();

@@ -20,6 +20,12 @@
 // committed to the metadata (visible to another mount, surviving a crash) after Fsync, after
 // the last close's background commit, or within sync_interval_ms.
 //
+// Consistency (several mounts, FsOptions::shared; docs/fs.md "Several mounts on one volume"):
+// namespace operations and attributes are every mount's at once (no caches here); a close of a
+// writable handle commits the file's data, and an open on another mount after it sees the data
+// and attributes (close-to-open); a file open on any mount outlives an unlink elsewhere until
+// its last close there; locks conflict across mounts.
+//
 // Thread safety: every method is thread-safe; a FUSE server calls them from all its workers.
 #pragma once
 
@@ -70,8 +76,15 @@ struct FsOptions {
   // queue deletes objects, and at least this often (ext4's commit=5 default).
   uint64_t meta_sync_interval_ms = 5000;
   uint64_t maintenance_interval_ms = 1000;
-  // Refuse to mount when another live session has the volume mounted read-write.
-  bool exclusive = true;
+  // Several mounts on one volume (-o shared; docs/fs.md "Several mounts on one volume"). A
+  // mount without it is refused while another live session has the volume mounted read-write,
+  // and refuses others while it has. Shared mounts may run together, read-write, on any
+  // number of hosts with a server engine (Redis, PostgreSQL) and a store they all reach (dir:
+  // on a file system they share, rados:); with SQLite only on the host of the database file;
+  // never on a dev: store (one process owns its log). A shared mount records in the metadata
+  // every file it has open (the sustained table), so an unlink on another mount keeps the
+  // file until its last close here.
+  bool shared = false;
   // Slice count above which a chunk is compacted into one slice.
   uint32_t compact_slices = 64;
   // Packs whose live fraction is below this are rewritten.
@@ -105,13 +118,14 @@ struct FsStats {
 
 class FileSystem {
  public:
-  // Mounts a formatted volume: checks the format record, registers a session (refusing one
-  // that another live read-write session already has mounted when options.exclusive), cleans
-  // dead sessions, and starts the background threads.
+  // Mounts a formatted volume: checks the format record, registers a session (refusing a
+  // volume another live session has mounted read-write, unless both are options.shared),
+  // cleans dead sessions, and starts the background threads.
   // REQUIRES: meta, store and cache outlive the FileSystem.
   // Errors: InvalidArgument for an unformatted volume (naming the URL and `folio fs format`),
   // NotSupported for a newer format version, Busy for a volume mounted elsewhere (naming the
-  // host, pid and mount point), IOError from the engine or the store.
+  // host, pid and mount point), NotSupported for options.shared on a dev: store or on SQLite
+  // with a live session of another host, IOError from the engine or the store.
   static Result<std::unique_ptr<FileSystem>> Mount(meta::MetaEngine* meta,
                                                    store::BlockStore* store, PageCache* cache,
                                                    const FsOptions& options);
@@ -194,7 +208,8 @@ class FileSystem {
   // that handle was opened with O_APPEND.
   Result<size_t> WriteCached(uint64_t fh, uint64_t pos, std::span<const char> in);
   // close(2) of one descriptor: releases the POSIX locks of lock_owner; reports a writeback
-  // error this handle has not seen.
+  // error this handle has not seen. On a shared mount, a writable handle's close commits the
+  // file's data first (close-to-open: another mount's next open sees it).
   Status Flush(uint64_t fh, uint64_t lock_owner);
   // The last close of the handle: its flocks go, the data is committed in the background
   // (small files into a pack), a file unlinked while open is freed after its last close.

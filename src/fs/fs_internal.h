@@ -4,6 +4,7 @@
 // Thread safety: the functions are pure or use only their Txn; OpenFile / DirHandle say theirs.
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <memory>
@@ -33,10 +34,39 @@ inline int64_t Round4k(uint64_t size) {
   return static_cast<int64_t>((size + 4095) / 4096 * 4096);
 }
 
+// The size a commit of this mount's data leaves in the metadata, which holds `committed`:
+// unchanged when this mount did not change the size (`dirty` false); exactly `size` when a
+// truncate of this mount set it (`exact`); else the larger of the two, since writes only grow
+// a file and the committed size may be another mount's growth since this one looked.
+inline uint64_t CommitSize(uint64_t committed, uint64_t size, bool dirty, bool exact) {
+  if (!dirty) return committed;
+  return exact ? size : std::max(committed, size);
+}
+// The ctime a commit of changed data writes over `committed`: its own (`mine`), and always
+// later than the one it replaces, so that another mount sees the change (FileData::Revalidate)
+// even when its clock is behind or its change kept the size and mtime.
+inline int64_t CommitCtime(int64_t committed, int64_t mine) {
+  return std::max(committed + 1, mine);
+}
+
+// Whether `now` holds a change of the file's data since `base` was read or committed: its
+// mtime, size or ctime differ (every data commit moves the ctime, CommitCtime).
+inline bool InodeChangedSince(const meta::Inode& now, const meta::Inode& base) {
+  return now.mtime_ns != base.mtime_ns || now.size_bytes != base.size_bytes ||
+         now.ctime_ns != base.ctime_ns;
+}
+
 // The inode, or ENOENT naming it.
 Result<meta::Inode> GetInodeOrEnoent(meta::Txn& txn, InodeId ino);
 // The directory, or ENOENT / ENOTDIR; a removed directory (nlink 0) is ENOENT.
 Result<meta::Inode> GetLiveDir(meta::Txn& txn, InodeId ino);
+
+// Puts ino on the deletion queue as a kInode item due now (the data path frees it). Returns
+// the item's key.
+Result<uint64_t> QueueInodeDeletion(meta::Txn& txn, InodeId ino);
+// QueueInodeDeletion when ino has no link left and no session holds it (the sustained table);
+// else nothing. Returns the item's key, or 0.
+Result<uint64_t> QueueInodeIfFree(meta::Txn& txn, InodeId ino);
 
 // Removes every xattr of ino (freeing an inode).
 Status DeleteXattrs(meta::Txn& txn, InodeId ino);

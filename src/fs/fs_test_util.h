@@ -70,7 +70,6 @@ struct VolumeOptions {
   FsOptions fs = [] {
     FsOptions o;
     o.background = false;  // tests drive maintenance themselves
-    o.exclusive = true;
     return o;
   }();
 };

@@ -148,12 +148,19 @@ void InodeDevice::InvalidateChunk(uint32_t chunk) {
   known_.insert(chunk);
 }
 
-void InodeDevice::DropCommittedCache() {
+Status InodeDevice::DropCommittedCache() {
+  std::vector<uint32_t> chunks;
+  FOLIO_RETURN_IF_ERROR(ctx_->meta->Transact("open", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
+    FOLIO_ASSIGN_OR_RETURN(chunks, t.ListChunks(ino_));
+    return Status::OK();
+  }));
   std::lock_guard<std::mutex> lock(mu_);
+  known_.insert(chunks.begin(), chunks.end());
   for (auto& [idx, c] : chunks_) {
     c.loaded = false;
     c.version++;
   }
+  return Status::OK();
 }
 
 std::vector<uint32_t> InodeDevice::KnownChunks() const {
@@ -192,6 +199,23 @@ Result<std::vector<std::pair<uint32_t, uint32_t>>> InodeDevice::DataExtents(uint
 // ---- Reads -----------------------------------------------------------------------------
 
 Status InodeDevice::ReadRange(uint64_t pos, uint64_t len, char* dst) {
+  if (len == 0) return Status::OK();
+  Status s;
+  for (int attempt = 0; attempt < kReadReloadsMax; ++attempt) {
+    s = ReadRangeOnce(pos, len, dst);
+    if (!s.IsNotFound()) return s;
+    // An object of a cached committed list is gone: another mount rewrote the chunk
+    // (compaction, truncate, a pack) and its grace period ended before this list was reloaded
+    // (deletion_grace_ms shorter than a quarter of it, or 0). The metadata no longer names it:
+    // load the lists again and read what they name now.
+    for (uint64_t c = pos / meta::kChunkBytes; c <= (pos + len - 1) / meta::kChunkBytes; ++c) {
+      InvalidateChunk(static_cast<uint32_t>(c));
+    }
+  }
+  return s;
+}
+
+Status InodeDevice::ReadRangeOnce(uint64_t pos, uint64_t len, char* dst) {
   StoreBatch batch(ctx_->store);
   while (len > 0) {
     const uint32_t chunk = static_cast<uint32_t>(pos / meta::kChunkBytes);
@@ -479,12 +503,18 @@ Status InodeDevice::FlushAndCommit() {
       std::lock_guard<std::mutex> lock(mu_);
       boundary = next_seq_;
     }
+    // The committed list of chunk 0 the content is read over: the same before and after the
+    // read, or unknown (a reload or a commit landed meanwhile).
+    FrozenBase base;
+    FOLIO_ASSIGN_OR_RETURN(std::vector<meta::Slice> before, CommittedChunk(0));
     FOLIO_RETURN_IF_ERROR(ReadRange(0, pack_size, content.data()));
+    FOLIO_ASSIGN_OR_RETURN(std::vector<meta::Slice> after, CommittedChunk(0));
+    if (SameSlices(before, after)) base.committed = std::move(after);
     std::vector<std::shared_ptr<LogObject>> orphans;
-    FreezeLocked(content, boundary, &orphans);
+    base.written = FreezeLocked(content, boundary, &orphans);
     WaitPutsBelow(1);
     DeleteOrphans(orphans);
-    return owner_->PackContent(content);
+    return owner_->PackContent(content, std::move(base));
   }
   std::vector<PendingRecord> commit;
   PutList puts;
@@ -602,18 +632,21 @@ void InodeDevice::DiscardPending() {
   DeleteOrphans(touched);
 }
 
-void InodeDevice::FreezeLocked(std::vector<char> content, uint64_t boundary,
-                               std::vector<std::shared_ptr<LogObject>>* orphans) {
+std::vector<std::pair<uint32_t, uint32_t>> InodeDevice::FreezeLocked(
+    std::vector<char> content, uint64_t boundary,
+    std::vector<std::shared_ptr<LogObject>>* orphans) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<PendingRecord> newer;
+  std::vector<std::pair<uint32_t, uint32_t>> ranges;  // (start, end) in chunk 0
   bool current_named = false;
   for (PendingRecord& r : pending_) {
     if (r.seq >= boundary) {
       current_named |= r.obj != nullptr && r.obj == current_;
       newer.push_back(std::move(r));
-    } else if (r.obj) {
-      orphans->push_back(r.obj);  // DeleteOrphans keeps what a newer record still names
+      continue;
     }
+    if (r.chunk == 0) ranges.emplace_back(r.slice.pos, r.slice.pos + r.slice.len);
+    if (r.obj) orphans->push_back(r.obj);  // DeleteOrphans keeps what a newer record still names
   }
   pending_.clear();
   if (current_ && !current_named) {
@@ -639,6 +672,17 @@ void InodeDevice::FreezeLocked(std::vector<char> content, uint64_t boundary,
   pending_.push_back(std::move(r));
   for (PendingRecord& n : newer) pending_.push_back(std::move(n));
   known_.insert(0);
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<std::pair<uint32_t, uint32_t>> written;  // (pos, len), merged
+  for (const auto& [start, end] : ranges) {
+    if (!written.empty() && start <= written.back().first + written.back().second) {
+      const uint32_t last_end = std::max(written.back().first + written.back().second, end);
+      written.back().second = last_end - written.back().first;
+    } else {
+      written.emplace_back(start, end - start);
+    }
+  }
+  return written;
 }
 
 void InodeDevice::Packed() {

@@ -81,6 +81,18 @@ struct PendingRecord {
   bool frozen = false;
 };
 
+// What a small file's frozen content (FreezeLocked) was built from: the committed list of
+// chunk 0 it was read over (nullopt when that list changed while it was read), and the ranges
+// of chunk 0 (pos, len; ascending, merged) that this mount's records replaced by it covered:
+// its own writes, punched and zeroed ranges. The pack's commit replaces chunk 0 by the entry
+// only while the metadata still holds `committed`; otherwise another mount committed to the
+// file meanwhile, and the entry is added over `written` alone, so bytes this mount did not
+// write keep the other mount's data.
+struct FrozenBase {
+  std::optional<std::vector<meta::Slice>> committed;
+  std::vector<std::pair<uint32_t, uint32_t>> written;
+};
+
 class InodeDevice final : public io_internal::QueuedDevice {
  public:
   class Owner {
@@ -95,7 +107,7 @@ class InodeDevice final : public io_internal::QueuedDevice {
     // file should be written as one pack entry instead (small), else 0.
     virtual uint64_t PackSize() const = 0;
     // The flush froze the file's whole content (FreezeLocked): hand it to the packs.
-    virtual Status PackContent(const std::vector<char>& content) = 0;
+    virtual Status PackContent(const std::vector<char>& content, FrozenBase base) = 0;
   };
 
   InodeDevice(Owner* owner, const DataContext* ctx, InodeId ino, uint64_t capacity_bytes);
@@ -110,7 +122,10 @@ class InodeDevice final : public io_internal::QueuedDevice {
   bool supports_trim() const override { return true; }
   void SetCapacity(uint64_t bytes) { capacity_.store(bytes, std::memory_order_release); }
 
-  // The file content [pos, pos + len) as this device sees it (committed + pending).
+  // The file content [pos, pos + len) as this device sees it (committed + pending). A stored
+  // object a cached committed list names but the store no longer has (another mount rewrote
+  // the chunk and the deletion's grace period has passed) makes it reload the lists and read
+  // again. REQUIRES: len > 0.
   Status ReadRange(uint64_t pos, uint64_t len, char* dst);
   // Flush as the cache's Fsync does it (see the header comment).
   Status FlushAndCommit();
@@ -130,8 +145,10 @@ class InodeDevice final : public io_internal::QueuedDevice {
   // while the content was read (a write-back, a punched or zeroed range: they take mu_, not
   // flush_mu_) stay after it, newer, so they still win; one the content already holds is the
   // same bytes again.
-  void FreezeLocked(std::vector<char> content, uint64_t boundary,
-                    std::vector<std::shared_ptr<LogObject>>* orphans);  // REQUIRES: flush_mu_
+  // Returns the ranges the replaced records covered (FrozenBase::written).
+  std::vector<std::pair<uint32_t, uint32_t>> FreezeLocked(
+      std::vector<char> content, uint64_t boundary,
+      std::vector<std::shared_ptr<LogObject>>* orphans);  // REQUIRES: flush_mu_
   // The pack writer committed the frozen record (chunk 0 now holds its kPacked slice).
   void Packed();
   // The pack failed: the frozen content goes back to being an ordinary pending write.
@@ -141,8 +158,9 @@ class InodeDevice final : public io_internal::QueuedDevice {
   // the next read loads it again. (Never replaced in place: a commit of this device racing
   // the caller could append to it in between.)
   void InvalidateChunk(uint32_t chunk);
-  // Forgets every cached committed list (another mount changed the file).
-  void DropCommittedCache();
+  // Forgets every cached committed list and reloads the list of the file's chunks (another
+  // mount changed the file, maybe in chunks this device never knew of).
+  Status DropCommittedCache();
   // Chunks that have (or may have) slices, ascending.
   std::vector<uint32_t> KnownChunks() const;
   // The committed slice list of a chunk (loading it if needed).
@@ -158,6 +176,10 @@ class InodeDevice final : public io_internal::QueuedDevice {
  private:
   // A merged read of several folios up to this size is read as one range (ReadMerged).
   static constexpr uint64_t kMergedReadMaxBytes = 4ull << 20;
+  // A read that finds an object of a cached committed list gone reloads the lists and reads
+  // again, this many times in all (ReadRange).
+  static constexpr int kReadReloadsMax = 3;
+  Status ReadRangeOnce(uint64_t pos, uint64_t len, char* dst);
   Status ReadMerged(const io_internal::MergedRequest& m, const iovec* iov);
   struct ChunkCache {
     bool loaded = false;

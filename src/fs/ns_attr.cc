@@ -49,10 +49,16 @@ Result<Attr> FileSystem::SetAttr(const Cred& cred, InodeId ino, const SetAttrReq
   rest.set_size = false;
   const int64_t now = WallNs();
   meta::Inode out;
+  bool elsewhere = false;
   Status s = meta_->Transact("setattr", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
     FOLIO_ASSIGN_OR_RETURN(out, GetInodeOrEnoent(t, ino));
     const uint64_t committed_size = out.size_bytes;
-    if (data) data->Overlay(&out);
+    if (data) {
+      elsewhere = data->ChangedSinceBase(out);
+      data->Overlay(&out);
+      // This mount's uncommitted growth goes in, never below another mount's (CommitSize).
+      out.size_bytes = CommitSize(committed_size, out.size_bytes, true, data->size_exact());
+    }
     FOLIO_RETURN_IF_ERROR(ApplySetAttr(rest, cred, now, &out));
     // The overlay may commit a size this mount's writes reached: keep the usage counter.
     const int64_t delta = Round4k(out.size_bytes) - Round4k(committed_size);
@@ -60,7 +66,10 @@ Result<Attr> FileSystem::SetAttr(const Cred& cred, InodeId ino, const SetAttrReq
     return t.PutInode(out);
   });
   if (!s.ok()) return s;
-  if (data) data->AdoptAttrs(out);
+  if (data) {
+    data->AdoptAttrs(out);
+    if (elsewhere) data->MarkStale();
+  }
   return AttrOf(out);
 }
 

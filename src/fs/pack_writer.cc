@@ -6,6 +6,7 @@
 #include "fs/data_path.h"
 #include "fs/fs_internal.h"
 #include "fs/slice_refs.h"
+#include "fs/slice_view.h"
 #include "fs/stats_counters.h"
 
 namespace folio::fs {
@@ -17,6 +18,28 @@ store::PackWriterOptions WriterOptions(const DataPath* dp, uint64_t flush_after_
   o.pack_bytes_max = static_cast<uint32_t>(dp->ctx().format.block_bytes);
   o.flush_after_ms = flush_after_ms;
   return o;
+}
+
+// Chunk 0 of a packed file once its entry is committed, the metadata holding `old`. The entry
+// is the file's whole content as this mount saw it: it replaces the list when the metadata still
+// holds the list that content was read over (*whole). Otherwise another mount committed to the
+// file since, and only the ranges this mount wrote (frozen.written) take their bytes from the
+// entry, as records added over `old`; everything else keeps what the other mount committed.
+std::vector<meta::Slice> PackedChunk(const std::vector<meta::Slice>& old,
+                                     const meta::Slice& entry, const FrozenBase& frozen,
+                                     bool* whole) {
+  *whole = frozen.committed && SameSlices(old, *frozen.committed);
+  if (*whole) return {entry};
+  std::vector<meta::Slice> now = old;
+  for (const auto& [pos, len] : frozen.written) {
+    if (pos >= entry.len) break;
+    meta::Slice part = entry;
+    part.pos = pos;
+    part.len = std::min(len, entry.len - pos);
+    part.object_off = entry.object_off + pos;
+    now.push_back(part);
+  }
+  return now;
 }
 
 }  // namespace
@@ -156,22 +179,31 @@ Status PackCommitter::CommitBatch(const std::vector<std::shared_ptr<Entry>>& bat
       FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Inode> inode, t.GetInode(e->ino));
       if (!inode) continue;  // freed meanwhile: its bytes are dead space in the pack
       FOLIO_ASSIGN_OR_RETURN(std::vector<meta::Slice> old, t.GetChunk(e->ino, 0));
-      const std::vector<meta::Slice> now{slice_of(*e)};
       if (e->rewrite && (old.size() != 1 || meta::EncodeSlice(old[0]) != meta::EncodeSlice(e->expect))) {
         continue;  // the file changed since the rewrite read it: the copy is dead space
       }
+      bool whole = true;
+      const std::vector<meta::Slice> now =
+          e->rewrite ? std::vector<meta::Slice>{slice_of(*e)}
+                     : PackedChunk(old, slice_of(*e), e->attrs.frozen, &whole);
+      // Shared mounts: another mount changed the chunk or the inode since this mount looked;
+      // the file's cached data may be older than what the metadata now holds.
+      e->elsewhere = !e->rewrite && ctx.options.shared &&
+                     (!whole || InodeChangedSince(*inode, e->attrs.base));
       FOLIO_RETURN_IF_ERROR(t.PutChunk(e->ino, 0, now));
       FOLIO_RETURN_IF_ERROR(ApplyRefDelta(t, old, now, delete_after));
       if (e->rewrite) continue;  // the content moved; the attributes did not change
-      const int64_t delta = Round4k(e->attrs.size) - Round4k(inode->size_bytes);
+      const uint64_t size = CommitSize(inode->size_bytes, e->attrs.size, e->attrs.size_dirty,
+                                       e->attrs.size_exact);
+      const int64_t delta = Round4k(size) - Round4k(inode->size_bytes);
       if (delta != 0) FOLIO_RETURN_IF_ERROR(t.AddToCounter(meta::Counter::kUsedBytes, delta));
-      inode->size_bytes = e->attrs.size;
+      inode->size_bytes = size;
       // A field the metadata no longer holds the snapshot's base value of was set after the
       // close (chmod, utimensat): it stays.
       if (inode->mtime_ns == e->attrs.base_mtime_ns) inode->mtime_ns = e->attrs.mtime_ns;
       if (inode->atime_ns == e->attrs.base_atime_ns) inode->atime_ns = e->attrs.atime_ns;
       if (inode->mode == e->attrs.base_mode) inode->mode = e->attrs.mode;
-      inode->ctime_ns = std::max(inode->ctime_ns, e->attrs.ctime_ns);
+      inode->ctime_ns = CommitCtime(inode->ctime_ns, e->attrs.ctime_ns);
       e->committed = *inode;
       FOLIO_RETURN_IF_ERROR(t.PutInode(*inode));
     }
@@ -183,7 +215,7 @@ Status PackCommitter::CommitBatch(const std::vector<std::shared_ptr<Entry>>& bat
       FsCounters::Add(ctx.counters->packs_rewritten);
       if (f) f->device()->InvalidateChunk(0);
     } else if (s.ok()) {
-      if (f) f->PackCommitted(e->attrs, e->committed);
+      if (f) f->PackCommitted(e->attrs, e->committed, e->elsewhere);
       FsCounters::Add(ctx.counters->packed_files);
       FsCounters::Add(ctx.counters->pack_bytes, e->loc.len);
     } else if (f && !e->rewrite) {

@@ -73,6 +73,7 @@ class PackCommitter {
     InodeId ino{0};
     FileData::PackedAttrs attrs;
     meta::Inode committed;  // the inode as the commit wrote it
+    bool elsewhere = false;  // the commit found another mount's change (FileData::PackCommitted)
     std::shared_ptr<PackTicket> ticket;
     Status status;
     store::PackedLocation loc;

@@ -32,18 +32,6 @@ bool ProcessExists(uint32_t pid) {
   return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
-Status QueueInodeIfFree(meta::Txn& t, InodeId ino) {
-  FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Inode> inode, t.GetInode(ino));
-  if (!inode || inode->nlink > 0) return Status::OK();
-  FOLIO_ASSIGN_OR_RETURN(bool held, t.IsSustained(ino));
-  if (held) return Status::OK();
-  meta::Deletion d;
-  d.kind = meta::DeletionKind::kInode;
-  d.id = Raw(ino);
-  d.not_before_ns = WallNs();
-  return t.QueueDeletion(d).status();
-}
-
 }  // namespace
 
 bool SessionKeeper::IsDead(const meta::Session& s, int64_t now_ns, int64_t timeout_ms) {
@@ -81,7 +69,7 @@ Status CleanSession(meta::MetaEngine* meta, meta::SessionId id) {
   for (InodeId ino : sustained) {
     FOLIO_RETURN_IF_ERROR(meta->Transact("session_clean", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
       FOLIO_RETURN_IF_ERROR(t.RemoveSustained(id, ino));
-      return QueueInodeIfFree(t, ino);
+      return QueueInodeIfFree(t, ino).status();
     }));
   }
   return meta->Transact("session_clean", meta::TxnMode::kWrite,
@@ -97,9 +85,46 @@ SessionKeeper::~SessionKeeper() {
   LiveSessions().erase(Raw(id_));
 }
 
+namespace {
+
+std::string Where(const meta::Session& s) {
+  return "pid " + std::to_string(s.pid) + " on " + s.host + " at " +
+         (s.mountpoint.empty() ? "(no mount point)" : s.mountpoint);
+}
+
+// Whether a mount with `options` may join the live session `other` (see FsOptions::shared).
+Status MayJoin(const meta::Session& other, const meta::Session& me, const std::string& meta_url,
+               const meta::FormatRecord& format, const FsOptions& options) {
+  if (!options.shared) {
+    if (options.read_only || other.read_only) return Status::OK();
+    return Status::Busy("volume '" + format.name + "' is already mounted read-write by " +
+                        Where(other) + "; unmount it first (or mount with -o ro, or mount " +
+                        "every mount shared)");
+  }
+  if (!other.shared && !other.read_only) {
+    return Status::Busy("volume '" + format.name + "' is mounted read-write by " + Where(other) +
+                        " as the only mount (not shared); remount it shared to mount it here "
+                        "too");
+  }
+  if (meta_url.starts_with("sqlite:") && other.host != me.host) {
+    return Status::NotSupported(
+        meta_url + " is also mounted on host " + other.host + " (" + Where(other) +
+        "): SQLite metadata is shared only by the mounts of one host (its locks need one "
+        "kernel); use a Redis or PostgreSQL engine for mounts on several machines");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<SessionKeeper>> SessionKeeper::Register(meta::MetaEngine* meta,
                                                                const meta::FormatRecord& format,
                                                                const FsOptions& options) {
+  if (options.shared && format.store_url.starts_with("dev:")) {
+    return Status::NotSupported("volume '" + format.name + "': its store " + format.store_url +
+                                " is a log on one device that one process writes; shared "
+                                "mounts need a store several processes can write (dir:, rados:)");
+  }
   FOLIO_ASSIGN_OR_RETURN(uint64_t raw, meta->AllocateIds(meta::Counter::kNextSession, 1));
   const meta::SessionId id{raw};
   meta::Session rec;
@@ -109,18 +134,15 @@ Result<std::unique_ptr<SessionKeeper>> SessionKeeper::Register(meta::MetaEngine*
   rec.mountpoint = options.mountpoint;
   rec.version = kFsVersion;
   rec.read_only = options.read_only;
+  rec.shared = options.shared;
   rec.start_ns = rec.heartbeat_ns = WallNs();
   const int64_t timeout_ms = format.session_timeout_ms;
+  const std::string url = meta->url();
   Status s = meta->Transact("session_open", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
-    if (options.exclusive && !options.read_only) {
-      FOLIO_ASSIGN_OR_RETURN(std::vector<meta::Session> all, t.ListSessions());
-      for (const meta::Session& other : all) {
-        if (other.read_only || IsDead(other, rec.start_ns, timeout_ms)) continue;
-        return Status::Busy("volume '" + format.name + "' is already mounted read-write by pid " +
-                            std::to_string(other.pid) + " on " + other.host + " at " +
-                            (other.mountpoint.empty() ? "(no mount point)" : other.mountpoint) +
-                            "; unmount it first (or mount with -o ro)");
-      }
+    FOLIO_ASSIGN_OR_RETURN(std::vector<meta::Session> all, t.ListSessions());
+    for (const meta::Session& other : all) {
+      if (IsDead(other, rec.start_ns, timeout_ms)) continue;
+      FOLIO_RETURN_IF_ERROR(MayJoin(other, rec, url, format, options));
     }
     return t.PutSession(rec);
   });
@@ -135,8 +157,17 @@ Result<std::unique_ptr<SessionKeeper>> SessionKeeper::Register(meta::MetaEngine*
 Status SessionKeeper::Heartbeat() {
   if (closed_) return Status::OK();
   record_.heartbeat_ns = WallNs();
-  return meta_->Transact("heartbeat", meta::TxnMode::kWrite,
-                         [&](meta::Txn& t) -> Status { return t.PutSession(record_); });
+  bool lost = false;
+  FOLIO_RETURN_IF_ERROR(meta_->Transact("heartbeat", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+    FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Session> cur, t.GetSession(id_));
+    lost = !cur.has_value();
+    return t.PutSession(record_);
+  }));
+  if (!lost) return Status::OK();
+  lost_.fetch_add(1, std::memory_order_relaxed);
+  return Status::DataLoss("session " + std::to_string(Raw(id_)) + " was cleaned by another " +
+                          "mount (no heartbeat for more than " + std::to_string(timeout_ms_) +
+                          " ms): the locks it held were released; registered again");
 }
 
 Result<int> SessionKeeper::CleanDead() {

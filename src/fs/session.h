@@ -10,6 +10,7 @@
 // Thread safety: every method is thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,15 +25,21 @@ inline constexpr char kFsVersion[] = "0.1.0";
 
 class SessionKeeper {
  public:
-  // Registers a session. Errors: Busy when options.exclusive and another live session has the
-  // volume mounted read-write (naming its host, pid and mount point); engine errors.
+  // Registers a session. Errors: Busy when another live session has the volume mounted
+  // read-write and not both are options.shared (naming its host, pid and mount point);
+  // NotSupported for a shared mount of a dev: store, or of a SQLite volume a live session of
+  // another host has mounted; engine errors.
   static Result<std::unique_ptr<SessionKeeper>> Register(meta::MetaEngine* meta,
                                                          const meta::FormatRecord& format,
                                                          const FsOptions& options);
   ~SessionKeeper();
 
   meta::SessionId id() const { return id_; }
+  // Refreshes the record. DataLoss when the record was gone: another mount found this one dead
+  // (a pause longer than the session timeout) and cleaned it, so its locks and records of open
+  // files were dropped; the record is written again and lost_count() counts it.
   Status Heartbeat();
+  uint64_t lost_count() const { return lost_.load(std::memory_order_relaxed); }
   // Cleans every dead session but this one. Returns how many were cleaned.
   Result<int> CleanDead();
   // Removes this session's locks and sustained files and its record (unmount). After this,
@@ -51,6 +58,7 @@ class SessionKeeper {
   meta::Session record_;
   const int64_t timeout_ms_;
   bool closed_ = false;
+  std::atomic<uint64_t> lost_{0};
 };
 
 // Removes a session's locks, releases the files it sustained (queueing the deletion of those

@@ -55,4 +55,12 @@ std::vector<meta::Slice> CutSlices(std::span<const meta::Slice> slices, uint32_t
   return out;
 }
 
+bool SameSlices(std::span<const meta::Slice> a, std::span<const meta::Slice> b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (meta::EncodeSlice(a[i]) != meta::EncodeSlice(b[i])) return false;
+  }
+  return true;
+}
+
 }  // namespace folio::fs

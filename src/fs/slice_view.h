@@ -36,4 +36,8 @@ uint64_t DataBytes(std::span<const meta::Slice> slices);
 // keeps its part before (the caller adjusts reference counts from the difference).
 std::vector<meta::Slice> CutSlices(std::span<const meta::Slice> slices, uint32_t end);
 
+// Whether two slice lists are the same records in the same order (a transaction that rewrites
+// a chunk checks it still holds the list it read).
+bool SameSlices(std::span<const meta::Slice> a, std::span<const meta::Slice> b);
+
 }  // namespace folio::fs

@@ -131,7 +131,7 @@ inline bool operator==(const SliceRef& a, const SliceRef& b) {
 inline bool operator==(const Session& a, const Session& b) {
   return a.id == b.id && a.host == b.host && a.pid == b.pid && a.mountpoint == b.mountpoint &&
          a.version == b.version && a.read_only == b.read_only && a.start_ns == b.start_ns &&
-         a.heartbeat_ns == b.heartbeat_ns;
+         a.heartbeat_ns == b.heartbeat_ns && a.shared == b.shared;
 }
 inline bool operator==(const FlockRecord& a, const FlockRecord& b) {
   return a.ino == b.ino && a.session == b.session && a.owner == b.owner && a.type == b.type;

@@ -320,8 +320,9 @@ TEST_P(MetaEngineTest, AllocateIdsHandsOutConsecutiveRanges) {
 }
 
 TEST_P(MetaEngineTest, Sessions) {
-  Session a{SessionId{1}, "host-a", 100, "/mnt/a", "0.1.0", false, 10, 20};
-  Session b{SessionId{2}, "host-b", 200, "/mnt/b", "0.1.0", true, 30, 40};
+  // a: read-write and shared (-o shared); b: read-only, not shared. Both flags round-trip.
+  Session a{SessionId{1}, "host-a", 100, "/mnt/a", "0.1.0", false, 10, 20, true};
+  Session b{SessionId{2}, "host-b", 200, "/mnt/b", "0.1.0", true, 30, 40, false};
   ASSERT_OK(Write([&](Txn& t) -> Status {
     FOLIO_RETURN_IF_ERROR(t.PutSession(b));
     return t.PutSession(a);

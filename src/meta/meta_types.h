@@ -142,7 +142,22 @@ struct Session {
   bool read_only = false;
   int64_t start_ns = 0;
   int64_t heartbeat_ns = 0;
+  // Mounted with -o shared: other shared mounts may have the volume mounted read-write at the
+  // same time (fs/session.h says what that changes).
+  bool shared = false;
 };
+
+// How engines store read_only and shared together, in one small integer (the sessions table's
+// read_only column, the Redis record's byte): bit 0 read-only, bit 1 shared. Sessions written
+// before shared mounts existed hold 0 or 1, which decode as they always did.
+inline uint8_t SessionFlags(const Session& s) {
+  return static_cast<uint8_t>((s.read_only ? 1 : 0) | (s.shared ? 2 : 0));
+}
+inline bool ValidSessionFlags(int64_t v) { return v >= 0 && v <= 3; }
+inline void SetSessionFlags(Session* s, int64_t v) {
+  s->read_only = (v & 1) != 0;
+  s->shared = (v & 2) != 0;
+}
 
 enum class LockType : uint8_t { kUnlock = 0, kRead = 1, kWrite = 2 };
 

@@ -21,7 +21,7 @@ Session ReadSession(const PgRows& s, int row) {
   r.pid = static_cast<uint32_t>(s.Int(row, 2));
   r.mountpoint = std::string(s.Bytes(row, 3));
   r.version = std::string(s.Bytes(row, 4));
-  r.read_only = s.Int(row, 5) != 0;
+  SetSessionFlags(&r, s.Int(row, 5));
   r.start_ns = s.Int(row, 6);
   r.heartbeat_ns = s.Int(row, 7);
   return r;
@@ -49,7 +49,7 @@ Status PgTxn::PutSession(const Session& s) {
                "version = excluded.version, read_only = excluded.read_only, start_ns = "
                "excluded.start_ns, heartbeat_ns = excluded.heartbeat_ns",
                {P::U(Raw(s.id)), P::B(s.host), P::I(s.pid), P::B(s.mountpoint), P::B(s.version),
-                P::I(s.read_only ? 1 : 0), P::I(s.start_ns), P::I(s.heartbeat_ns)});
+                P::I(SessionFlags(s)), P::I(s.start_ns), P::I(s.heartbeat_ns)});
 }
 
 Status PgTxn::DeleteSession(SessionId id) {

@@ -15,7 +15,7 @@ constexpr size_t kDeletionMemberBytes = 8 + 26;
 
 std::string EncodeSession(const Session& s) {
   ByteWriter w;
-  w.Str(s.host).U32(s.pid).Str(s.mountpoint).Str(s.version).U8(s.read_only ? 1 : 0);
+  w.Str(s.host).U32(s.pid).Str(s.mountpoint).Str(s.version).U8(SessionFlags(s));
   w.I64(s.start_ns).I64(s.heartbeat_ns);
   return w.Take();
 }
@@ -31,8 +31,8 @@ std::optional<Session> DecodeSession(SessionId id, std::string_view bytes) {
   const uint8_t ro = r.U8();
   s.start_ns = r.I64();
   s.heartbeat_ns = r.I64();
-  if (!r.Done() || ro > 1) return std::nullopt;
-  s.read_only = ro == 1;
+  if (!r.Done() || !ValidSessionFlags(ro)) return std::nullopt;
+  SetSessionFlags(&s, ro);
   return s;
 }
 

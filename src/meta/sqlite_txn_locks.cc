@@ -16,7 +16,7 @@ Session ReadSession(const SqliteStmt& s) {
   r.pid = static_cast<uint32_t>(s.Int(2));
   r.mountpoint = std::string(s.Blob(3));
   r.version = std::string(s.Blob(4));
-  r.read_only = s.Int(5) != 0;
+  SetSessionFlags(&r, s.Int(5));
   r.start_ns = s.Int(6);
   r.heartbeat_ns = s.Int(7);
   return r;
@@ -48,7 +48,7 @@ Status SqliteTxn::PutSession(const Session& r) {
                                  "version, read_only, start_ns, heartbeat_ns) "
                                  "VALUES(?, ?, ?, ?, ?, ?, ?, ?)"));
   s.BindU64(1, Raw(r.id)).BindText(2, r.host).Bind(3, r.pid).BindText(4, r.mountpoint);
-  s.BindText(5, r.version).Bind(6, r.read_only ? 1 : 0).Bind(7, r.start_ns);
+  s.BindText(5, r.version).Bind(6, SessionFlags(r)).Bind(7, r.start_ns);
   s.Bind(8, r.heartbeat_ns);
   return s.Run();
 }

@@ -141,6 +141,7 @@ int RunFsStatus(const FsInspectConfig& c) {
                       {"pid", ss.pid},
                       {"mountpoint", ss.mountpoint},
                       {"read_only", ss.read_only},
+                      {"shared", ss.shared},
                       {"version", ss.version},
                       {"heartbeat_age_ms", (now - ss.heartbeat_ns) / 1000000},
                       {"stale", stale}});
@@ -163,9 +164,9 @@ int RunFsStatus(const FsInspectConfig& c) {
   std::printf("sessions   %zu\n", sessions.size());
   for (const meta::Session& ss : sessions) {
     const bool stale = now - ss.heartbeat_ns > f.session_timeout_ms * 1000000;
-    std::printf("  %llu  %s pid %u  %s%s  heartbeat %s ago%s\n",
+    std::printf("  %llu  %s pid %u  %s%s%s  heartbeat %s ago%s\n",
                 static_cast<unsigned long long>(meta::Raw(ss.id)), ss.host.c_str(), ss.pid,
-                ss.mountpoint.c_str(), ss.read_only ? " (ro)" : "",
+                ss.mountpoint.c_str(), ss.read_only ? " (ro)" : "", ss.shared ? " (shared)" : "",
                 Age(now - ss.heartbeat_ns).c_str(), stale ? " (stale)" : "");
   }
   return kExitOk;

@@ -44,6 +44,7 @@ struct FsMountConfig {
   std::string log_path;    // --daemon: where stderr goes
   uint32_t threads = 16;
   bool read_only = false;
+  bool shared = false;     // -o shared: several mounts of the volume at once (FsOptions::shared)
   bool allow_other = false;
   fs::AtimeMode atime = fs::AtimeMode::kRelatime;
   double entry_timeout_s = 1.0;

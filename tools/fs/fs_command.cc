@@ -33,6 +33,7 @@ struct FsArgs {
   std::string pack_below = "64K";
   bool force = false;
   std::string grace = "1h";
+  std::string session_timeout = "60s";
   // mount
   std::string cache = "1G";
   std::string policy = "dynamic";
@@ -113,13 +114,20 @@ int RunFormat(const FsArgs& a) {
   Result<int64_t> grace = ParseDurationMs(a.grace, "--deletion-grace");
   if (!grace.ok()) return ExitWithStatus(kPrefix, grace.status());
   c.format.deletion_grace_ms = *grace;
+  Result<int64_t> timeout = ParseDurationMs(a.session_timeout, "--session-timeout");
+  if (!timeout.ok()) return ExitWithStatus(kPrefix, timeout.status());
+  if (*timeout < 1000) {
+    return ExitWithStatus(kPrefix, Status::InvalidArgument("--session-timeout " + a.session_timeout +
+                                                           ": use at least 1s (e.g. 60s)"));
+  }
+  c.format.session_timeout_ms = *timeout;
   c.format.root_uid = getuid();
   c.format.root_gid = getgid();
   c.format.root_mode = getuid() == 0 ? 0777 : 0755;
   return RunFsFormat(c);
 }
 
-// -o options: ro, rw, allow_other, noatime, relatime, strictatime, writeback_cache,
+// -o options: ro, rw, shared, allow_other, noatime, relatime, strictatime, writeback_cache,
 // entry_timeout=S, attr_timeout=S, meta_sync=each|fsync, meta_commit=S.
 Status ApplyMountOptions(const std::vector<std::string>& groups, FsMountConfig* c) {
   for (const std::string& group : groups) {
@@ -136,6 +144,7 @@ Status ApplyMountOptions(const std::vector<std::string>& groups, FsMountConfig* 
       else if (key == "relatime") c->atime = fs::AtimeMode::kRelatime;
       else if (key == "strictatime") c->atime = fs::AtimeMode::kStrict;
       else if (key == "writeback_cache") c->writeback_cache = true;
+      else if (key == "shared") c->shared = true;
       else if (key == "meta_sync") {
         if (value != "each" && value != "fsync") {
           return Status::InvalidArgument("-o " + o +
@@ -163,9 +172,9 @@ Status ApplyMountOptions(const std::vector<std::string>& groups, FsMountConfig* 
       } else {
         return Status::InvalidArgument(
             "-o " + o +
-            ": unknown mount option; use ro, rw, allow_other, noatime, relatime, strictatime, "
-            "writeback_cache, entry_timeout=S, attr_timeout=S, meta_sync=each|fsync, "
-            "meta_commit=S");
+            ": unknown mount option; use ro, rw, shared, allow_other, noatime, relatime, "
+            "strictatime, writeback_cache, entry_timeout=S, attr_timeout=S, "
+            "meta_sync=each|fsync, meta_commit=S");
       }
     }
   }
@@ -359,6 +368,10 @@ Command AddFsCommand(CLI::App& root) {
   format->add_option("--deletion-grace", a->grace,
                      "How long freed data waits before it is deleted (e.g. 10m, 1h)")
       ->default_str("1h");
+  format->add_option("--session-timeout", a->session_timeout,
+                     "A mount whose heartbeat is older than this is dead: another mount "
+                     "releases its locks and open files (e.g. 10s, 60s)")
+      ->default_str("60s");
   format->add_flag("--force", a->force, "Replace a volume that is already there (its data is lost)");
 
   CLI::App* mount = fs->add_subcommand("mount", "Mount a volume (foreground by default)");
@@ -371,7 +384,8 @@ Command AddFsCommand(CLI::App& root) {
   mount->add_option("--log", a->log, "With --daemon: append the log to this file");
   mount->add_option("--threads", a->threads, "FUSE worker threads (default 16)");
   mount->add_option("-o", a->options,
-                    "Mount options: ro, allow_other (default when root), noatime, relatime, "
+                    "Mount options: ro, shared (several mounts of the volume at once, each "
+                    "mounted shared), allow_other (default when root), noatime, relatime, "
                     "strictatime, writeback_cache, entry_timeout=S, attr_timeout=S, "
                     "meta_sync=each|fsync (default each: every metadata operation durable when "
                     "it returns; fsync: at fsync, fsyncdir, unmount and every meta_commit=S "

@@ -54,6 +54,7 @@ Status OpenAll(const FsMountConfig& c, MountState* st) {
   fs::FsOptions fo;
   fo.mountpoint = c.mountpoint;
   fo.read_only = c.read_only;
+  fo.shared = c.shared;
   fo.policy = c.policy;
   fo.atime = c.atime;
   fo.meta_sync_interval_ms = c.meta_commit_ms;
@@ -69,7 +70,8 @@ Status OpenAll(const FsMountConfig& c, MountState* st) {
 
 std::string ServingMessage(const FsMountConfig& c, const meta::FormatRecord& f) {
   return "volume '" + f.name + "' mounted at " + c.mountpoint + " (pid " +
-         std::to_string(getpid()) + ", " + (c.read_only ? "read-only, " : "") + "policy " +
+         std::to_string(getpid()) + ", " + (c.read_only ? "read-only, " : "") +
+         (c.shared ? "shared, " : "") + "policy " +
          c.policy.ToString() + ", cache " + FormatSize(c.cache_bytes) +
          (c.meta_sync_each ? "" : ", metadata durable at fsync and every " +
                                       FormatElapsed(c.meta_commit_ms)) +
