@@ -151,6 +151,9 @@ TEST_F(BadInputTest, FsBenchFlags) {
   ExpectUsageError(bench({"--passthrough-ll", absent_}),
                    {"--passthrough-ll " + absent_, "not an executable"});
   ExpectUsageError(bench({"--plot", dir_ + "/no/such/plot.svg"}), {"--plot " + dir_ + "/no/such"});
+  ExpectUsageError(bench({"--phases", "seqwrite,bogus"}), {"--phases bogus", "no phase starts"});
+  ExpectUsageError(bench({"--mount-binary", absent_}),
+                   {"--mount-binary " + absent_, "not an executable"});
   ExpectUsageError({"fs", "bench", "--dir", dir_ + "/absent"}, {"--dir " + dir_ + "/absent"});
   EXPECT_TRUE(std::filesystem::is_empty(d));
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -35,6 +36,15 @@
 namespace folio::cli {
 
 namespace {
+
+// Whether the phase group `name` runs (FsBenchConfig::phases).
+bool Selected(const FsBenchConfig& c, const std::string& name) {
+  if (c.phases.empty()) return true;
+  for (const std::string& p : c.phases) {
+    if (name.starts_with(p)) return true;
+  }
+  return false;
+}
 
 constexpr char kPrefix[] = "folio fs bench";
 constexpr int kExitInterrupted = 130;
@@ -349,26 +359,29 @@ int FsBench::Run() {
                     std::to_string(c_.md_files) + " --small-files " +
                     std::to_string(c_.small_files) +
                     (c_.repeat > 1 ? " --repeat " + std::to_string(c_.repeat) : "") +
-                    (c_.store.empty() ? "" : " --store " + c_.store);
+                    (c_.store.empty() ? "" : " --store " + c_.store) +
+                    (c_.phases.empty() ? "" : " --phases " + fmt::format("{}", fmt::join(c_.phases, ",")));
   Result<std::unique_ptr<WorkDir>> w = WorkDir::Create(c_.dir);
   if (!w.ok()) return ExitWithStatus(kPrefix, w.status());
   work_ = std::move(w).value();
   Say("temp directory " + work_->path() + ", cache " + FormatSize(c_.cache_bytes) +
       ", load average " + report_.load);
+  std::vector<IoPhase> io;
+  for (IoPhase& p : IoPhases(c_.runtime_s, FsBenchCachedFileBytes(c_), FsBenchLargeFileBytes(c_))) {
+    if (Selected(c_, p.name)) io.push_back(std::move(p));
+  }
   Status s = Setup();
   if (s.ok()) {
     Done("folio and passthrough_ll mounted");
-    s = FillData();
+    if (!io.empty()) s = FillData();
   }
-  const std::vector<IoPhase> io =
-      IoPhases(c_.runtime_s, FsBenchCachedFileBytes(c_), FsBenchLargeFileBytes(c_));
   for (int rep = 0; rep < c_.repeat && s.ok(); ++rep) {
     if (c_.repeat > 1) Done(fmt::format("run {} of {}", rep + 1, c_.repeat));
     for (size_t i = 0; i < io.size() && s.ok(); ++i) s = RunIo(io[i]);
     for (uint32_t threads : {1u, 4u}) {
-      if (s.ok()) s = RunMetadata(threads);
+      if (s.ok() && Selected(c_, fmt::format("md-{}t", threads))) s = RunMetadata(threads);
     }
-    if (s.ok()) s = RunSmall(rep);
+    if (s.ok() && Selected(c_, "smallfiles")) s = RunSmall(rep);
   }
   Status u = UnmountAll();
   if (!s.ok()) return Fail(s);
@@ -393,6 +406,15 @@ int FsBench::Run() {
 }
 
 }  // namespace
+
+bool FsBenchPhaseKnown(const std::string& prefix) {
+  std::vector<std::string> groups = {"md-1t", "md-4t", "smallfiles"};
+  for (const IoPhase& p : IoPhases(1, 1 << 20, 1 << 20)) groups.push_back(p.name);
+  for (const std::string& g : groups) {
+    if (g.starts_with(prefix)) return true;
+  }
+  return false;
+}
 
 uint64_t FsBenchCachedFileBytes(const FsBenchConfig& c) { return c.cache_bytes / 2; }
 uint64_t FsBenchLargeFileBytes(const FsBenchConfig& c) { return c.cache_bytes * 2; }

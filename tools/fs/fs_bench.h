@@ -46,8 +46,14 @@ struct FsBenchConfig {
   bool json = false;
   std::string plot_path;         // empty: no plot
   std::string passthrough_ll;    // a built passthrough_ll ("" = build it in the temp dir)
-  std::string folio_binary;      // this binary (the mounts run it as `folio fs mount`)
+  std::string folio_binary;      // this binary or --mount-binary (runs `folio fs mount`)
+  // Prefixes of the phases to run (empty: all). A group runs when one is a prefix of its
+  // name: each I/O phase's, "md-1t" / "md-4t" (every metadata op), "smallfiles".
+  std::vector<std::string> phases;
 };
+
+// Whether some phase group starts with prefix (--phases).
+bool FsBenchPhaseKnown(const std::string& prefix);
 
 // The sizes of the bench's data: the cached file (cache/2), the large one (2 x cache).
 uint64_t FsBenchCachedFileBytes(const FsBenchConfig& c);

@@ -61,6 +61,8 @@ struct FsArgs {
   bool quick = false;
   std::string plot;
   std::string passthrough_ll;
+  std::vector<std::string> phases;
+  std::string mount_binary;
   // positional
   std::string meta_url;
   std::string second;  // NAME (format) or MOUNTPOINT (mount)
@@ -325,7 +327,22 @@ Status BuildBench(const FsArgs& a, FsBenchConfig* c) {
                                    "leave it out to build one");
   }
   c->passthrough_ll = a.passthrough_ll;
+  for (const std::string& p : a.phases) {
+    if (!FsBenchPhaseKnown(p)) {
+      return Status::InvalidArgument("--phases " + p + ": no phase starts with it (e.g. "
+                                     "seqwrite, randread, md-1t, md, smallfiles)");
+    }
+  }
+  c->phases = a.phases;
+  if (!a.mount_binary.empty() && access(a.mount_binary.c_str(), X_OK) != 0) {
+    return Status::InvalidArgument("--mount-binary " + a.mount_binary +
+                                   ": not an executable file; give a built folio");
+  }
   FOLIO_RETURN_IF_ERROR(fuse::CheckFuseDevice());
+  if (!a.mount_binary.empty()) {
+    c->folio_binary = a.mount_binary;
+    return Status::OK();
+  }
   char exe[PATH_MAX];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   if (n <= 0) return Status::FromErrno(errno, "/proc/self/exe");
@@ -446,6 +463,13 @@ Command AddFsCommand(CLI::App& root) {
   bench->add_option("--plot", a->plot, "Write an SVG chart of the ratios to ext4");
   bench->add_option("--passthrough-ll", a->passthrough_ll,
                     "A built passthrough_ll (default: build it with bench/build-passthrough-ll.sh)");
+  bench->add_option("--phases", a->phases,
+                    "Run only the phases whose name starts with one of these (comma-separated): "
+                    "an I/O phase (seqwrite, randread-4k-cached), md-1t, md-4t, md, smallfiles")
+      ->delimiter(',');
+  bench->add_option("--mount-binary", a->mount_binary,
+                    "The folio binary that formats and serves the Folio volumes (default: this "
+                    "one): two builds compared under one driver");
 
   auto run = [a, format, mount, umount, status, fsck, gc, bench]() {
     if (bench->parsed()) {
