@@ -89,6 +89,11 @@ struct FsOptions {
   uint32_t compact_slices = 64;
   // Packs whose live fraction is below this are rewritten.
   double pack_live_min = 0.5;
+  // With a store that defers durability (BlockStore::DefersSync(): dir:), a file's blocks are
+  // put without an fsync each and made durable together: by the flush that commits them, and
+  // in the background once this many bytes of a file's blocks wait (a block keeps its buffer
+  // until it is durable, so a failed sync puts it again: this bounds those buffers).
+  uint64_t store_sync_batch_bytes = 16ull << 20;
 };
 
 // Counters of the core, for .stats.

@@ -104,6 +104,73 @@ TEST_F(DataTest, FsyncedDataSurvivesACrashUnsyncedIsDropped) {
   EXPECT_EQ(*got, a);
 }
 
+// A dir: store defers a block's fsyncs (PutSync::kDeferred): a flush makes the file's blocks
+// durable in one sync (an fsync per block file and one for their directory, instead of two per
+// put in series with the writes) and only then commits the records naming them. So a power cut
+// takes only blocks nothing references.
+TEST_F(DataTest, BlocksAreMadeDurableTogetherBeforeTheRecordsNamingThemCommit) {
+  // A first stored file makes the store's directories (their fsyncs are not counted below).
+  const std::string first = Pattern(300000, 8);
+  ASSERT_TRUE(WriteFile(fs(), kRootInode, "first", first).ok());
+  ASSERT_EQ(vol_.power_cut()->unsynced(), 0u);
+  const store::StoreStatsSnapshot before = vol_.store()->stats();
+  const std::string data = Pattern((16u << 18) + 1000, 9);  // 16 blocks of 256K, a short one
+  Result<FileSystem::Opened> o =
+      fs()->Create(Cred::Root(), kRootInode, "big", 0644, O_RDWR | O_CREAT | O_EXCL);
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  ASSERT_TRUE(fs()->Write(o->fh, 0, {data.data(), data.size()}).ok());
+  size_t unsynced_at_commit = SIZE_MAX;
+  vol_.fault()->AfterNext("write", [&] { unsynced_at_commit = vol_.power_cut()->unsynced(); });
+  ASSERT_TRUE(fs()->Fsync(o->fh, false).ok());
+  EXPECT_EQ(unsynced_at_commit, 0u) << "records committed before their blocks were durable";
+  const store::StoreStatsSnapshot after = vol_.store()->stats();
+  EXPECT_EQ(after.put.requests - before.put.requests, 17u);
+  EXPECT_EQ(after.sync.requests - before.sync.requests, 1u);
+  EXPECT_EQ(after.fsyncs - before.fsyncs, 18u);  // 17 files and their directory (was 34)
+  ASSERT_TRUE(fs()->Release(o->fh).ok());
+  ASSERT_TRUE(vol_.CrashAndRemount().ok());
+  Result<Attr> big = fs()->Lookup(Cred::Root(), kRootInode, "big");
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(*ReadFile(fs(), big->ino()), data);
+  Result<FsckReport> r = Fsck(vol_.meta(), vol_.store(), FsckOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->clean());
+}
+
+// Blocks written faster than a flush comes are made durable in the background, a batch
+// (FsOptions::store_sync_batch_bytes) at a time, so the buffers a file keeps for blocks not
+// durable yet stay bounded; a power cut then takes the blocks of no commit, and fsck is clean.
+TEST(DataSyncBatchTest, WrittenBlocksAreSyncedInBatchesAndACutLosesNothingCommitted) {
+  test::VolumeOptions vo;
+  vo.fs.store_sync_batch_bytes = 1 << 20;  // 4 blocks of 256K
+  TestVolume vol(vo);
+  ASSERT_TRUE(vol.Create().ok());
+  FileSystem* fs = vol.fs();
+  const std::string data = Pattern(8u << 20, 11);  // 32 blocks
+  Result<FileSystem::Opened> o =
+      fs->Create(Cred::Root(), kRootInode, "f", 0644, O_RDWR | O_CREAT | O_EXCL);
+  ASSERT_TRUE(o.ok());
+  for (size_t at = 0; at < data.size(); at += 1 << 20) {
+    ASSERT_TRUE(fs->Write(o->fh, at, {data.data() + at, 1u << 20}).ok());
+  }
+  ASSERT_TRUE(fs->Fsync(o->fh, false).ok());
+  EXPECT_GE(vol.store()->stats().sync.requests, 2u);
+  EXPECT_EQ(vol.power_cut()->unsynced(), 0u);
+  // More data, not fsynced: whatever of it reached the store is committed nowhere, so the cut
+  // may take it.
+  const std::string more = Pattern(2u << 20, 12);
+  ASSERT_TRUE(fs->Write(o->fh, data.size(), {more.data(), more.size()}).ok());
+  ASSERT_TRUE(vol.CrashAndRemount().ok());
+  Result<std::string> got = ReadFile(vol.fs(), o->attr.ino());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, data);
+  Result<FsckReport> r = Fsck(vol.meta(), vol.store(), FsckOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::string problems;
+  for (const std::string& p : r->problems) problems += "\n  " + p;
+  EXPECT_TRUE(r->clean()) << problems;
+}
+
 TEST_F(DataTest, TruncateDownThenUpReadsZeros) {
   const std::string data = Pattern(600000, 6);
   Result<InodeId> ino = WriteFile(fs(), kRootInode, "f", data);

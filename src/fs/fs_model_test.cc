@@ -586,6 +586,9 @@ void RunModel(test::StoreKind store, const char* label) {
     vo.pack_below_bytes = round == 1 ? 0 : 64 << 10;  // one round without packing
     vo.fs.sync_interval_ms = 1000000000;               // commits only where the model says
     vo.fs.compact_slices = 16;
+    // A dir: store's blocks wait for a sync: in batches of one to a few blocks here, so the
+    // background syncs run between the model's flushes and crashes too.
+    vo.fs.store_sync_batch_bytes = (256u << 10) * (1 + round);
     TestVolume vol(vo);
     Status created = vol.Create();
     ASSERT_TRUE(created.ok()) << created.ToString();

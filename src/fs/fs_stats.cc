@@ -109,6 +109,8 @@ nlohmann::ordered_json FileSystem::StatsJson() const {
   storej["get"] = StoreOpJson(st.get);
   storej["delete"] = StoreOpJson(st.del);
   storej["list"] = StoreOpJson(st.list);
+  storej["sync"] = StoreOpJson(st.sync);
+  storej["fsyncs"] = st.fsyncs;
   storej["stored_bytes_read"] = st.stored_bytes_read;
   storej["stored_bytes_written"] = st.stored_bytes_written;
   storej["checksum_failures"] = st.checksum_failures;

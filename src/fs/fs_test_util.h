@@ -4,7 +4,9 @@
 //
 // A crash of a dev: volume is a real one for the data: the FaultDevice drops every write not
 // covered by a completed device flush (or a random subset of them), and the store is reopened
-// from what is left on the device (its recovery cuts the torn segment). The metadata (SQLite)
+// from what is left on the device (its recovery cuts the torn segment). A dir: volume's store
+// is a PowerCutStore: a crash removes (or, in kRandomSubset, keeps, removes or truncates) every
+// object put without an fsync whose sync had not completed. The metadata (SQLite)
 // keeps what its transactions committed; FaultMetaEngine aborts transactions at random calls.
 //
 // Thread safety: a TestVolume belongs to one test.
@@ -25,6 +27,7 @@
 #include "folio/page_cache.h"
 #include "fs/fault_meta.h"
 #include "fs/file_system.h"
+#include "fs/power_cut_store.h"
 #include "fs/format.h"
 #include "folio/block_device.h"
 #include "folio/fault_device.h"
@@ -119,7 +122,11 @@ class TestVolume {
       store::StoreOptions so;
       so.prefix = "testvol";
       if (options_.store == StoreKind::kDir) {
-        FOLIO_ASSIGN_OR_RETURN(store_, store::OpenDirStore(store_path_, so));
+        FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<store::BlockStore> dir,
+                               store::OpenDirStore(store_path_, so));
+        auto cut = std::make_unique<PowerCutStore>(std::move(dir));
+        power_cut_ = cut.get();
+        store_ = std::move(cut);
       } else {
         so.log = [](std::string_view) {};  // recovery after a crash reports what it cut
         // The store owns a view; crash_ (tracking every unflushed write) stays with the test.
@@ -152,8 +159,8 @@ class TestVolume {
 
   // Simulated power cut (REQUIRES options().power_loss): the metadata keeps only what SQLite
   // fsynced (seed 0), or that and a random subset of its unsynced writes; a dev: store loses
-  // its unflushed writes (or a random subset) too. A dir: store's puts are durable (fsynced)
-  // and its deletes may come back, which only leaves garbage.
+  // its unflushed writes (or a random subset) too, a dir: store its puts not synced yet (or a
+  // random subset, some torn). A dir: store's deletes may come back, which only leaves garbage.
   Status PowerLossAndRemount(uint64_t seed = 0) {
     return Crash(seed == 0 ? CrashMode::kDropUnflushed : CrashMode::kRandomSubset, seed,
                  /*power_loss=*/true);
@@ -163,6 +170,8 @@ class TestVolume {
   meta::MetaEngine* meta() const { return meta_.get(); }
   FaultMetaEngine* fault() const { return fault_.get(); }
   store::BlockStore* store() const { return store_.get(); }
+  // kDir: the store as a PowerCutStore (what a crash would take away).
+  PowerCutStore* power_cut() const { return power_cut_; }
   PageCache* cache() const { return cache_.get(); }
   const std::string& dir() const { return dir_.path(); }
   const std::string& meta_url() const { return meta_url_; }
@@ -192,6 +201,10 @@ class TestVolume {
     if (crash_) crash_->Crash(mode, seed);
     fs_->CrashForTesting();
     fs_.reset();
+    if (power_cut_ != nullptr) {
+      store_->Close();  // the puts in flight land first: the cut then takes what it would
+      power_cut_->PowerCut(mode == CrashMode::kRandomSubset ? seed * 2 + 1 : 0);
+    }
     const std::string db = dir_.path() + "/meta.db";
     std::map<std::string, std::string> image;
     if (power_loss) image = meta::test::PowerLossVfs::Get().Image(db, seed);
@@ -204,6 +217,7 @@ class TestVolume {
     return Mount();
   }
   void CloseEngines() {
+    power_cut_ = nullptr;
     store_.reset();
     fault_.reset();
     meta_.reset();
@@ -218,6 +232,7 @@ class TestVolume {
   std::unique_ptr<BlockDevice> mem_;        // kDevFault: the device's contents
   std::unique_ptr<FaultDevice> crash_;      // kDevFault: over mem_, tracks unflushed writes
   std::unique_ptr<store::BlockStore> store_;
+  PowerCutStore* power_cut_ = nullptr;      // kDir: store_
   std::unique_ptr<PageCache> cache_;
   std::unique_ptr<FileSystem> fs_;
 };

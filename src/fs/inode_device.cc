@@ -29,6 +29,14 @@ struct InodeDevice::PutCtx {
   store::StoreRequest req;
 };
 
+struct InodeDevice::SyncCtx {
+  InodeDevice* dev = nullptr;
+  std::vector<WrittenBlock> blocks;
+  std::vector<store::ObjectKey> keys;  // the request's sync_keys
+  uint64_t bytes = 0;
+  store::StoreRequest req;
+};
+
 InodeDevice::InodeDevice(Owner* owner, const DataContext* ctx, InodeId ino,
                          uint64_t capacity_bytes)
     : QueuedDevice(256, 8ull << 20),
@@ -38,16 +46,22 @@ InodeDevice::InodeDevice(Owner* owner, const DataContext* ctx, InodeId ino,
       name_("folio-fs:" + std::to_string(Raw(ino))),
       block_bytes_(ctx->format.block_bytes),
       refresh_ns_(static_cast<uint64_t>(std::max<int64_t>(1000, ctx->format.deletion_grace_ms / 4)) * 1000000),
+      defer_sync_(ctx->store->DefersSync()),
+      sync_batch_bytes_(std::max<uint64_t>(1, ctx->options.store_sync_batch_bytes)),
       capacity_(capacity_bytes) {}
 
-InodeDevice::~InodeDevice() { WaitPutsBelow(1); }
+InodeDevice::~InodeDevice() { WaitIoIdle(); }
 
-Status InodeDevice::Init() {
+Status InodeDevice::Init(const std::vector<uint32_t>* known) {
   std::vector<uint32_t> chunks;
-  FOLIO_RETURN_IF_ERROR(ctx_->meta->Transact("open", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
-    FOLIO_ASSIGN_OR_RETURN(chunks, t.ListChunks(ino_));
-    return Status::OK();
-  }));
+  if (known != nullptr) {
+    chunks = *known;
+  } else {
+    FOLIO_RETURN_IF_ERROR(ctx_->meta->Transact("open", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
+      FOLIO_ASSIGN_OR_RETURN(chunks, t.ListChunks(ino_));
+      return Status::OK();
+    }));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   known_.insert(chunks.begin(), chunks.end());
   return Status::OK();
@@ -299,7 +313,13 @@ Status InodeDevice::Write(uint64_t pos, const char* src, uint64_t len) {
   }
   SubmitPuts(puts);
   if (!s.ok()) return s;
-  WaitPutsBelow(kPutsPerDeviceMax);
+  // At most kPutsPerDeviceMax puts in flight, and the buffers of blocks not durable yet
+  // bounded: a background sync of one batch runs while the next one fills.
+  std::unique_lock<std::mutex> lock(mu_);
+  puts_cv_.wait(lock, [&] {
+    return puts_in_flight_ < kPutsPerDeviceMax &&
+           written_bytes_ + syncing_bytes_ < 2 * sync_batch_bytes_;
+  });
   return Status::OK();
 }
 
@@ -323,6 +343,9 @@ uint64_t InodeDevice::AppendLocked(uint64_t pos, const char* src, uint64_t len,
     const uint32_t b = static_cast<uint32_t>(obj.bytes / block_bytes_);
     if (b >= obj.blocks.size()) obj.blocks.resize(b + 1);
     LogObject::Block& blk = obj.blocks[b];
+    // A large write (sequential writeback comes in merged requests of up to 8 MiB) will fill
+    // the block: its buffer is allocated once instead of doubling its way up with a copy each.
+    if (blk.data.empty() && take >= (64u << 10)) blk.data.reserve(block_bytes_);
     blk.data.insert(blk.data.end(), src, src + take);
     const uint32_t o = obj.bytes;
     obj.bytes += static_cast<uint32_t>(take);
@@ -393,6 +416,7 @@ void InodeDevice::SubmitPuts(const PutList& puts) {
     ctx->obj = p.obj;
     ctx->block = p.block;
     ctx->req.ResetPut(p.key, p.data);
+    if (defer_sync_) ctx->req.put_sync = store::PutSync::kDeferred;
     ctx->req.done = &InodeDevice::OnPutDone;
     ctx->req.ctx = ctx;
     reqs.push_back(&ctx->req);
@@ -403,22 +427,94 @@ void InodeDevice::SubmitPuts(const PutList& puts) {
 void InodeDevice::OnPutDone(store::StoreRequest* req) {
   std::unique_ptr<PutCtx> ctx(static_cast<PutCtx*>(req->ctx));
   InodeDevice* dev = ctx->dev;
-  std::lock_guard<std::mutex> lock(dev->mu_);
-  LogObject::Block& blk = ctx->obj->blocks[ctx->block];
-  if (req->status.ok()) {
-    blk.state = LogObject::BlockState::kStored;
-    std::vector<char>().swap(blk.data);
-  } else {
-    blk.state = LogObject::BlockState::kFailed;
-    blk.error = req->status;
+  std::unique_ptr<SyncCtx> sync;
+  {
+    std::lock_guard<std::mutex> lock(dev->mu_);
+    LogObject::Block& blk = ctx->obj->blocks[ctx->block];
+    if (!req->status.ok()) {
+      blk.state = LogObject::BlockState::kFailed;
+      blk.error = req->status;
+    } else if (dev->defer_sync_) {
+      blk.state = LogObject::BlockState::kWritten;
+      dev->written_.push_back(WrittenBlock{ctx->obj, ctx->block, req->key});
+      dev->written_bytes_ += req->key.bytes;
+      sync = dev->MaybeBackgroundSyncLocked();
+    } else {
+      blk.state = LogObject::BlockState::kStored;
+      std::vector<char>().swap(blk.data);
+    }
+    // A sync taken above is in flight already (syncs_in_flight_): the device outlives it.
+    dev->puts_in_flight_--;
+    dev->puts_cv_.notify_all();
   }
-  dev->puts_in_flight_--;
-  dev->puts_cv_.notify_all();
+  if (sync) dev->SubmitSync(std::move(sync));
 }
 
 void InodeDevice::WaitPutsBelow(uint32_t limit) {
   std::unique_lock<std::mutex> lock(mu_);
   puts_cv_.wait(lock, [&] { return puts_in_flight_ < limit; });
+}
+
+void InodeDevice::WaitIoIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  puts_cv_.wait(lock, [&] { return puts_in_flight_ == 0 && syncs_in_flight_ == 0; });
+}
+
+std::unique_ptr<InodeDevice::SyncCtx> InodeDevice::TakeWrittenLocked() {
+  if (written_.empty()) return nullptr;
+  auto sync = std::make_unique<SyncCtx>();
+  sync->dev = this;
+  sync->blocks.swap(written_);
+  sync->keys.reserve(sync->blocks.size());
+  for (const WrittenBlock& w : sync->blocks) {
+    LogObject::Block& blk = w.obj->blocks[w.block];
+    FOLIO_CHECK(blk.state == LogObject::BlockState::kWritten);
+    blk.state = LogObject::BlockState::kSyncing;
+    sync->keys.push_back(w.key);
+  }
+  sync->bytes = written_bytes_;
+  syncing_bytes_ += written_bytes_;
+  written_bytes_ = 0;
+  syncs_in_flight_++;
+  return sync;
+}
+
+std::unique_ptr<InodeDevice::SyncCtx> InodeDevice::MaybeBackgroundSyncLocked() {
+  if (syncs_in_flight_ > 0 || written_bytes_ < sync_batch_bytes_) return nullptr;
+  return TakeWrittenLocked();
+}
+
+void InodeDevice::SubmitSync(std::unique_ptr<SyncCtx> sync) {
+  SyncCtx* raw = sync.release();  // OnSyncDone owns it (it may run inside Submit)
+  raw->req.ResetSync(raw->keys);
+  raw->req.done = &InodeDevice::OnSyncDone;
+  raw->req.ctx = raw;
+  ctx_->store->Submit(&raw->req);
+}
+
+void InodeDevice::OnSyncDone(store::StoreRequest* req) {
+  std::unique_ptr<SyncCtx> ctx(static_cast<SyncCtx*>(req->ctx));
+  InodeDevice* dev = ctx->dev;
+  std::unique_ptr<SyncCtx> next;
+  {
+    std::lock_guard<std::mutex> lock(dev->mu_);
+    for (const WrittenBlock& w : ctx->blocks) {
+      LogObject::Block& blk = w.obj->blocks[w.block];
+      if (req->status.ok()) {
+        blk.state = LogObject::BlockState::kStored;
+        std::vector<char>().swap(blk.data);
+      } else {
+        // The buffer is still here: the next flush puts the block again.
+        blk.state = LogObject::BlockState::kFailed;
+        blk.error = req->status;
+      }
+    }
+    dev->syncing_bytes_ -= ctx->bytes;
+    dev->syncs_in_flight_--;
+    next = dev->MaybeBackgroundSyncLocked();
+    dev->puts_cv_.notify_all();
+  }
+  if (next) dev->SubmitSync(std::move(next));
 }
 
 // ---- Trims and zero records ------------------------------------------------------------
@@ -512,7 +608,7 @@ Status InodeDevice::FlushAndCommit() {
     if (SameSlices(before, after)) base.committed = std::move(after);
     std::vector<std::shared_ptr<LogObject>> orphans;
     base.written = FreezeLocked(content, boundary, &orphans);
-    WaitPutsBelow(1);
+    WaitIoIdle();
     DeleteOrphans(orphans);
     return owner_->PackContent(content, std::move(base));
   }
@@ -538,6 +634,18 @@ Status InodeDevice::FlushAndCommit() {
   }
   SubmitPuts(puts);
   WaitPutsBelow(1);
+  if (defer_sync_) {
+    // Every block is put: the written ones (and any a background sync has) become durable
+    // in one sync before the records naming them are committed.
+    std::unique_ptr<SyncCtx> sync;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sync = TakeWrittenLocked();
+    }
+    if (sync) SubmitSync(std::move(sync));
+    std::unique_lock<std::mutex> lock(mu_);
+    puts_cv_.wait(lock, [&] { return syncs_in_flight_ == 0; });
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const PendingRecord& r : commit) {
@@ -547,6 +655,8 @@ Status InodeDevice::FlushAndCommit() {
           return blk.error.WithContext(InodeText(ino_) + ": writing a block of slice " +
                                        std::to_string(Raw(r.obj->id)));
         }
+        // Invariant 5: nothing is committed that a power cut could take away.
+        FOLIO_CHECK(blk.state == LogObject::BlockState::kStored);
       }
     }
   }
@@ -575,6 +685,7 @@ bool InodeDevice::HasPending() const {
 // ---- Truncation, discarding, packing ---------------------------------------------------
 
 void InodeDevice::DeleteOrphans(const std::vector<std::shared_ptr<LogObject>>& candidates) {
+  // REQUIRES: no put or sync in flight (WaitIoIdle), so no block is kPutting or kSyncing.
   StoreBatch batch(ctx_->store);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -582,8 +693,17 @@ void InodeDevice::DeleteOrphans(const std::vector<std::shared_ptr<LogObject>>& c
       bool named = false;
       for (const PendingRecord& r : pending_) named |= r.obj == obj;
       if (named || obj == current_) continue;
+      // Its written blocks wait for no sync any more: they are deleted.
+      std::erase_if(written_, [&](const WrittenBlock& w) {
+        if (w.obj != obj) return false;
+        written_bytes_ -= w.key.bytes;
+        return true;
+      });
       for (uint32_t b = 0; b < obj->blocks.size(); ++b) {
-        if (obj->blocks[b].state != LogObject::BlockState::kStored) continue;
+        const LogObject::BlockState state = obj->blocks[b].state;
+        if (state != LogObject::BlockState::kStored && state != LogObject::BlockState::kWritten) {
+          continue;
+        }
         const uint64_t size = obj->sealed ? obj->bytes : (static_cast<uint64_t>(b) + 1) * block_bytes_;
         batch.Delete(BlockKey(Raw(obj->id), b, size, block_bytes_));
       }
@@ -611,7 +731,7 @@ void InodeDevice::CutPending(uint64_t size, const std::function<void()>& then) {
     }
     pending_.swap(kept);
   }
-  WaitPutsBelow(1);
+  WaitIoIdle();
   DeleteOrphans(touched);
   if (then) then();
 }
@@ -628,7 +748,7 @@ void InodeDevice::DiscardPending() {
     pending_.clear();
     current_.reset();
   }
-  WaitPutsBelow(1);
+  WaitIoIdle();
   DeleteOrphans(touched);
 }
 

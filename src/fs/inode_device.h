@@ -6,7 +6,10 @@
 //           built, up to 64 MiB). A write contiguous with the previous one (in the file and in
 //           the object) extends its record, so sequential writeback makes one large record;
 //           random writeback makes many records in one object. Each block of the object is put
-//           to the store as soon as it is full (its buffer freed when the put completed).
+//           to the store as soon as it is full (its buffer freed once it is durable). On a store
+//           that defers durability (dir:) the put skips the fsyncs and the block waits,
+//           written, for a sync: one batch per FsOptions::store_sync_batch_bytes of written
+//           blocks in the background, and one by every flush.
 //   read    resolves the chunk's slices, newest last: the committed list (cached here, loaded
 //           from the metadata on first use and reloaded when older than a quarter of the
 //           deletion grace period) and then the pending records; segments come from pending
@@ -14,20 +17,22 @@
 //   trim    the cache's zero ranges (a truncate, a write past the end): a kZero record where
 //           some older record still has data.
 //   flush   seals the current object (its last, short block is put), waits until every block
-//           the pending records name is stored, then hands the records to the owner, which
-//           commits them with the file's size and times in one transaction; only then do they
-//           join the committed list. A failed put keeps its buffer, fails the flush, and is
-//           retried by the next flush.
+//           the pending records name is put, makes the written ones durable in one sync, then
+//           hands the records to the owner, which commits them with the file's size and times
+//           in one transaction; only then do they join the committed list. A failed put or sync
+//           keeps the block's buffer, fails the flush, and is retried (put again) by the next
+//           flush.
 //
 // Invariants:
 //   1. A record names bytes [object_off, object_off + len) of its object; a sealed object's
 //      size never changes, an unsealed one only grows, and only the current object is
 //      unsealed.
 //   2. Pending records are in write order (seq ascending); a flush commits a prefix of them.
-//   3. A block's buffer is present until its put completed OK; after that it is read from the
-//      store.
+//   3. A block's buffer is present until it is durable (kStored); after that it is read from
+//      the store.
 //   4. Records are changed in place (CutPending) only under flush_mu_, which a flush holds
 //      from its copy of the records until they are committed.
+//   5. A record is committed only when every block of its object is kStored (durable).
 //
 // Lock order: flush_mu_ before mu_. Store completions take mu_ only. No metadata transaction
 // runs under mu_ (not even a batch of slice ids): FileData's and DataPath's locks are held
@@ -62,9 +67,11 @@ struct LogObject {
   meta::SliceId id{0};
   uint32_t bytes = 0;  // appended so far; final once sealed
   bool sealed = false;
-  enum class BlockState : uint8_t { kFilling, kPutting, kStored, kFailed };
+  // kWritten: put with PutSync::kDeferred, readable in the store, not durable yet; kSyncing:
+  // in a sync request; kStored: durable.
+  enum class BlockState : uint8_t { kFilling, kPutting, kWritten, kSyncing, kStored, kFailed };
   struct Block {
-    std::vector<char> data;  // present until the put completed OK
+    std::vector<char> data;  // present until the block is durable (kStored)
     BlockState state = BlockState::kFilling;
     Status error;
   };
@@ -113,8 +120,9 @@ class InodeDevice final : public io_internal::QueuedDevice {
   InodeDevice(Owner* owner, const DataContext* ctx, InodeId ino, uint64_t capacity_bytes);
   ~InodeDevice() override;
 
-  // Loads the list of the file's chunks. Called once before use.
-  Status Init();
+  // Loads the list of the file's chunks, or takes `chunks` when the caller read it in the
+  // transaction that read the inode (null: one read transaction here). Called once before use.
+  Status Init(const std::vector<uint32_t>* chunks = nullptr);
 
   std::string name() const override { return name_; }
   uint32_t logical_block_bytes() const override { return 4096; }
@@ -188,6 +196,13 @@ class InodeDevice final : public io_internal::QueuedDevice {
     std::vector<meta::Slice> slices;
   };
   struct PutCtx;
+  struct SyncCtx;
+  // A block put with PutSync::kDeferred that completed: waiting for a sync.
+  struct WrittenBlock {
+    std::shared_ptr<LogObject> obj;
+    uint32_t block = 0;
+    store::ObjectKey key;
+  };
   struct PutItem {
     std::shared_ptr<LogObject> obj;
     uint32_t block = 0;
@@ -214,6 +229,14 @@ class InodeDevice final : public io_internal::QueuedDevice {
   void SubmitPuts(const PutList& puts);
   static void OnPutDone(store::StoreRequest* req);
   void WaitPutsBelow(uint32_t limit);
+  // Moves every written block into a new sync request (null when none). REQUIRES: mu_.
+  std::unique_ptr<SyncCtx> TakeWrittenLocked();
+  // A background sync when a batch of written blocks waits and none is in flight. REQUIRES: mu_.
+  std::unique_ptr<SyncCtx> MaybeBackgroundSyncLocked();
+  void SubmitSync(std::unique_ptr<SyncCtx> sync);  // without mu_ (completions take it)
+  static void OnSyncDone(store::StoreRequest* req);
+  // Until no put and no sync of this device is in flight.
+  void WaitIoIdle();
   // Deletes the stored blocks of objects that no pending record names (never committed).
   void DeleteOrphans(const std::vector<std::shared_ptr<LogObject>>& candidates);
   bool OverlapsDataLocked(uint32_t chunk, uint32_t from, uint32_t to) const;
@@ -224,6 +247,8 @@ class InodeDevice final : public io_internal::QueuedDevice {
   const std::string name_;
   const uint64_t block_bytes_;
   const uint64_t refresh_ns_;
+  const bool defer_sync_;               // the store DefersSync(): puts are kDeferred
+  const uint64_t sync_batch_bytes_;     // FsOptions::store_sync_batch_bytes
   std::atomic<uint64_t> capacity_;
 
   std::mutex flush_mu_;
@@ -235,6 +260,10 @@ class InodeDevice final : public io_internal::QueuedDevice {
   std::shared_ptr<LogObject> current_;        // GUARDED_BY(mu_)
   uint64_t next_seq_ = 1;                     // GUARDED_BY(mu_)
   uint32_t puts_in_flight_ = 0;               // GUARDED_BY(mu_)
+  std::vector<WrittenBlock> written_;         // GUARDED_BY(mu_): blocks in kWritten
+  uint64_t written_bytes_ = 0;                // GUARDED_BY(mu_): their bytes
+  uint64_t syncing_bytes_ = 0;                // GUARDED_BY(mu_): bytes in kSyncing
+  uint32_t syncs_in_flight_ = 0;              // GUARDED_BY(mu_)
 };
 
 }  // namespace folio::fs

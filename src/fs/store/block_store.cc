@@ -16,6 +16,7 @@ std::string_view StoreOpName(StoreOp op) {
     case StoreOp::kGet: return "get";
     case StoreOp::kDelete: return "delete";
     case StoreOp::kList: return "list";
+    case StoreOp::kSync: return "sync";
   }
   return "unknown";
 }
@@ -38,8 +39,8 @@ void StoreStats::RecordDone(StoreOp op, bool ok, uint64_t bytes, uint64_t latenc
 
 StoreStatsSnapshot StoreStats::Snapshot() const {
   StoreStatsSnapshot s;
-  StoreOpStats* out[4] = {&s.put, &s.get, &s.del, &s.list};
-  for (int i = 0; i < 4; ++i) {
+  StoreOpStats* out[kStoreOpCount] = {&s.put, &s.get, &s.del, &s.list, &s.sync};
+  for (int i = 0; i < kStoreOpCount; ++i) {
     out[i]->requests = ops_[i].requests.load(kRelaxed);
     out[i]->errors = ops_[i].errors.load(kRelaxed);
     out[i]->bytes = ops_[i].bytes.load(kRelaxed);
@@ -49,6 +50,7 @@ StoreStatsSnapshot StoreStats::Snapshot() const {
   s.stored_bytes_written = stored_written_.load(kRelaxed);
   s.checksum_failures = checksum_failures_.load(kRelaxed);
   s.healed = healed_.load(kRelaxed);
+  s.fsyncs = fsyncs_.load(kRelaxed);
   s.in_flight = in_flight_.load(kRelaxed);
   s.in_flight_max = in_flight_max_.load(kRelaxed);
   return s;
@@ -95,6 +97,9 @@ Status ValidateRequest(const StoreRequest& req) {
       return Status::OK();
     case StoreOp::kDelete:
       return ValidateKey(req.key);
+    case StoreOp::kSync:
+      for (const ObjectKey& key : req.sync_keys) FOLIO_RETURN_IF_ERROR(ValidateKey(key));
+      return Status::OK();
   }
   return Status::InvalidArgument("store request: unknown operation");
 }
@@ -160,6 +165,12 @@ Result<std::vector<ObjectInfo>> BlockStore::List(ObjectKind kind) {
   req.ResetList(kind, &out);
   FOLIO_RETURN_IF_ERROR(SubmitAndWait(&req));
   return out;
+}
+
+Status BlockStore::Sync(std::span<const ObjectKey> keys) {
+  StoreRequest req;
+  req.ResetSync(keys);
+  return SubmitAndWait(&req);
 }
 
 }  // namespace folio::store

@@ -23,6 +23,13 @@
 //
 // Durability: a Put (or Delete) is durable once it completed OK; a crash leaves at most objects
 // nobody references (a put in flight), never a torn object that verifies.
+// Deferred durability (a store whose DefersSync() is true; dir: today): a put submitted with
+// PutSync::kDeferred completes once the object is readable (gets and lists see it) but may not
+// survive a power cut until a later kSync request naming its key completed OK. A power cut
+// before that leaves the object missing, or torn (it then fails its checksum): never one that
+// verifies with other bytes. So callers make a batch of objects durable with one kSync (one
+// flush of the medium for all of them) just before they commit metadata naming them. Stores
+// whose puts are always durable treat kDeferred as kNow and complete kSync at once.
 //
 // Thread safety: every method is thread-safe; requests may be submitted from any thread and
 // completions arrive on store threads.
@@ -43,8 +50,12 @@
 
 namespace folio::store {
 
-enum class StoreOp : uint8_t { kPut, kGet, kDelete, kList };
+enum class StoreOp : uint8_t { kPut, kGet, kDelete, kList, kSync };
+inline constexpr int kStoreOpCount = 5;
 std::string_view StoreOpName(StoreOp op);
+
+// When a put is durable: at its completion, or at a later kSync (see the header comment).
+enum class PutSync : uint8_t { kNow, kDeferred };
 
 struct StoreRequest;
 using StoreDoneFn = void (*)(StoreRequest* req);
@@ -61,6 +72,8 @@ struct StoreRequest {
   StoreOp op = StoreOp::kGet;
   ObjectKey key;                 // kPut / kGet / kDelete
   const char* data = nullptr;    // kPut: key.bytes logical bytes
+  PutSync put_sync = PutSync::kNow;  // kPut: kDeferred only where the store DefersSync()
+  std::span<const ObjectKey> sync_keys;  // kSync: the objects to make durable
   char* buf = nullptr;           // kGet: `length` bytes
   uint64_t offset = 0;           // kGet: logical offset in the object
   uint64_t length = 0;           // kGet: bytes; offset + length <= key.bytes
@@ -97,11 +110,17 @@ struct StoreRequest {
     list_kind = kind;
     list_out = out;
   }
+  void ResetSync(std::span<const ObjectKey> keys) {
+    Reset(StoreOp::kSync);
+    sync_keys = keys;
+  }
 
  private:
   void Reset(StoreOp o) {
     op = o;
     data = nullptr;
+    put_sync = PutSync::kNow;
+    sync_keys = {};
     buf = nullptr;
     offset = length = 0;
     list_out = nullptr;
@@ -120,11 +139,12 @@ struct StoreOpStats {
 };
 
 struct StoreStatsSnapshot {
-  StoreOpStats put, get, del, list;
+  StoreOpStats put, get, del, list, sync;
   uint64_t stored_bytes_read = 0;     // encoded bytes read from the medium (gets + heals)
   uint64_t stored_bytes_written = 0;  // encoded bytes written (puts, copies, repairs)
   uint64_t checksum_failures = 0;     // gets (and internal reads) that found a mismatch
   uint64_t healed = 0;                // of those, repaired from redundancy
+  uint64_t fsyncs = 0;                // fsync(2) calls on files and directories (dir:)
   uint64_t in_flight = 0;
   uint64_t in_flight_max = 0;
 };
@@ -138,6 +158,7 @@ class StoreStats {
   void RecordStoredWrite(uint64_t bytes) { stored_written_.fetch_add(bytes, kRelaxed); }
   void RecordChecksumFailure() { checksum_failures_.fetch_add(1, kRelaxed); }
   void RecordHealed() { healed_.fetch_add(1, kRelaxed); }
+  void RecordFsync() { fsyncs_.fetch_add(1, kRelaxed); }
   StoreStatsSnapshot Snapshot() const;
 
  private:
@@ -146,8 +167,9 @@ class StoreStats {
     std::atomic<uint64_t> requests{0}, errors{0}, bytes{0};
     Histogram latency_ns;
   };
-  Op ops_[4];
+  Op ops_[kStoreOpCount];
   std::atomic<uint64_t> stored_read_{0}, stored_written_{0}, checksum_failures_{0}, healed_{0};
+  std::atomic<uint64_t> fsyncs_{0};
   std::atomic<uint64_t> in_flight_{0}, in_flight_max_{0};
 };
 
@@ -180,6 +202,10 @@ class BlockStore {
 
   virtual StoreStatsSnapshot stats() const = 0;
 
+  // Whether a PutSync::kDeferred put may complete before it is durable (then a kSync makes
+  // it so); false: every put is durable at completion and kSync completes at once.
+  virtual bool DefersSync() const { return false; }
+
   // ---- Blocking wrappers (Context: block; never call them from a `done` callback) ----
   // Stores data[0..key.bytes).
   Status Put(const ObjectKey& key, const char* data);
@@ -191,6 +217,8 @@ class BlockStore {
   Status Delete(const ObjectKey& key);
   // Every object of a kind.
   Result<std::vector<ObjectInfo>> List(ObjectKind kind);
+  // Makes the objects (put with PutSync::kDeferred) durable.
+  Status Sync(std::span<const ObjectKey> keys);
   // Submits req and waits until it completed; returns its status. req->done must be null.
   Status SubmitAndWait(StoreRequest* req);
 };

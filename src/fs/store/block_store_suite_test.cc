@@ -53,6 +53,28 @@ TEST_P(BlockStoreTest, PutGetRangesDeleteAndList) {
   EXPECT_EQ(st.checksum_failures, 0u);
 }
 
+// Every store takes deferred puts (readable at completion) and kSync requests (durable after
+// them), whether or not it defers anything.
+TEST_P(BlockStoreTest, DeferredPutsAreReadableAndSyncCompletesOk) {
+  std::vector<ObjectKey> keys = {ObjectKey::Block(4321, 0, 70000), ObjectKey::Block(4321, 1, 70000)};
+  std::vector<std::string> datas;
+  for (const ObjectKey& k : keys) {
+    datas.push_back(test::ObjectBytes(k));
+    StoreRequest req;
+    req.ResetPut(k, datas.back().data());
+    req.put_sync = PutSync::kDeferred;
+    ASSERT_TRUE(store_->SubmitAndWait(&req).ok());
+  }
+  ASSERT_TRUE(store_->Sync(keys).ok());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string out(keys[i].bytes, '\0');
+    ASSERT_TRUE(store_->Get(keys[i], 0, keys[i].bytes, out.data()).ok());
+    EXPECT_EQ(out, datas[i]);
+  }
+  EXPECT_EQ(store_->stats().sync.requests, 1u);
+  EXPECT_EQ(store_->stats().sync.errors, 0u);
+}
+
 TEST_P(BlockStoreTest, InvalidRequestsCompleteWithInvalidArgument) {
   std::string out(10, '\0');
   EXPECT_EQ(store_->Get(ObjectKey::Block(1, 0, 100), 95, 10, out.data()).code(),

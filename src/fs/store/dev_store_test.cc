@@ -125,6 +125,24 @@ TEST_F(DevStoreTest, PutGetDeleteListAndReopen) {
   EXPECT_GE(s->dev_stats().recovered_records, 5u);
 }
 
+// A dev: store's puts are durable when they complete (their batch was flushed): it defers
+// nothing, and a kSync completes at once.
+TEST_F(DevStoreTest, EveryPutIsDurableAtCompletionSoSyncIsFree) {
+  Format(mem_.get());
+  auto s = Open(mem_.get());
+  EXPECT_FALSE(s->DefersSync());
+  const ObjectKey k = ObjectKey::Block(5, 0, 9000);
+  const std::string data = test::ObjectBytes(k);
+  StoreRequest req;
+  req.ResetPut(k, data.data());
+  req.put_sync = PutSync::kDeferred;  // taken as kNow
+  ASSERT_TRUE(s->SubmitAndWait(&req).ok());
+  const uint64_t batches = s->dev_stats().batches;
+  ASSERT_TRUE(s->Sync(std::span<const ObjectKey>(&k, 1)).ok());
+  EXPECT_EQ(s->dev_stats().batches, batches);  // no write, no flush
+  EXPECT_EQ(s->stats().sync.requests, 1u);
+}
+
 TEST_F(DevStoreTest, FlippedByteIsCorruptionNamingTheObject) {
   Format(mem_.get());
   auto s = Open(mem_.get());

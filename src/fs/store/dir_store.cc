@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -47,11 +48,13 @@ class DirStore final : public BlockStore {
   void Submit(std::span<StoreRequest* const> batch) override;
   void Close() override;
   StoreStatsSnapshot stats() const override { return stats_.Snapshot(); }
+  bool DefersSync() const override { return true; }
 
  private:
   void WorkerLoop();
   Status Execute(StoreRequest* req, std::vector<char>* scratch);
-  Status DoPut(const ObjectKey& key, const char* data, std::vector<char>* scratch);
+  Status DoPut(const ObjectKey& key, const char* data, PutSync sync, std::vector<char>* scratch);
+  Status DoSync(std::span<const ObjectKey> keys);
   Status DoGet(StoreRequest* req, std::vector<char>* scratch);
   Status DoDelete(const ObjectKey& key);
   Status DoList(ObjectKind kind, std::vector<ObjectInfo>* out);
@@ -133,15 +136,17 @@ void DirStore::WorkerLoop() {
 
 Status DirStore::Execute(StoreRequest* req, std::vector<char>* scratch) {
   switch (req->op) {
-    case StoreOp::kPut: return DoPut(req->key, req->data, scratch);
+    case StoreOp::kPut: return DoPut(req->key, req->data, req->put_sync, scratch);
     case StoreOp::kGet: return DoGet(req, scratch);
     case StoreOp::kDelete: return DoDelete(req->key);
     case StoreOp::kList: return DoList(req->list_kind, req->list_out);
+    case StoreOp::kSync: return DoSync(req->sync_keys);
   }
   return Status::InvalidArgument("store request: unknown operation");
 }
 
-Status DirStore::DoPut(const ObjectKey& key, const char* data, std::vector<char>* scratch) {
+Status DirStore::DoPut(const ObjectKey& key, const char* data, PutSync sync,
+                       std::vector<char>* scratch) {
   uint64_t encoded = EncodedBytes(key.bytes);
   if (scratch->size() < encoded) scratch->resize(encoded);
   EncodeObject(ObjectSeed(key, 0), data, key.bytes, scratch->data());
@@ -149,9 +154,28 @@ Status DirStore::DoPut(const ObjectKey& key, const char* data, std::vector<char>
   std::string leaf = ObjectName("", key).substr(ObjectDirName(key).size() + 1);
   std::string temp =
       fmt::format("{}/.tmp.{}.{}.{}", dir, leaf, ::getpid(), temp_counter_.fetch_add(1));
-  FOLIO_RETURN_IF_ERROR(WriteFileDurably(base_, dir, temp, dir + "/" + leaf,
-                                         std::string_view(scratch->data(), encoded)));
+  FOLIO_RETURN_IF_ERROR(WriteFileAtomically(base_, dir, temp, dir + "/" + leaf,
+                                            std::string_view(scratch->data(), encoded), sync,
+                                            &stats_));
   stats_.RecordStoredWrite(encoded);
+  return Status::OK();
+}
+
+Status DirStore::DoSync(std::span<const ObjectKey> keys) {
+  // Each object's file, then each directory its rename went into once.
+  std::vector<std::string> dirs;
+  for (const ObjectKey& key : keys) {
+    std::string dir = base_ + "/" + ObjectDirName(key);
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(std::move(dir));
+    Status s = FsyncPath(ObjectPath(key), PathKind::kFile, &stats_);
+    if (s.IsNotFound()) {
+      return Status::NotFound(fmt::format("{}: not in the store (sync)", ObjectPath(key)));
+    }
+    FOLIO_RETURN_IF_ERROR(s);
+  }
+  for (const std::string& dir : dirs) {
+    FOLIO_RETURN_IF_ERROR(FsyncPath(dir, PathKind::kDirectory, &stats_));
+  }
   return Status::OK();
 }
 

@@ -7,11 +7,16 @@
 //   PATH/<prefix>/packs/<id/10^6>/<id/10^3>/<id>_<bytes>
 //   .../.tmp.<leaf>.<n>                          a put in progress (never listed)
 //
-// A put is durable and atomic: the encoding goes to a temp file beside the object, which is
-// fsynced, renamed over the object's name, and the directory fsynced (directories a put
-// creates are fsynced into their parents too). A crash leaves the old state, the new state, or
-// a temp file (garbage a gc may remove; never an object). Deletes are not fsynced: a delete
-// lost in a crash leaves an object nobody references, which gc removes again.
+// A put is atomic: the encoding goes to a temp file beside the object, which is renamed over
+// the object's name. A PutSync::kNow put is also durable: the temp file is fsynced before the
+// rename and the directory after it (directories a put creates are fsynced into their parents
+// too); a crash leaves the old state, the new state, or a temp file (garbage a gc may remove;
+// never an object). A PutSync::kDeferred put skips both fsyncs (DefersSync() is true): a kSync
+// request fsyncs each object's file and then each directory they are in once, so the fs layer
+// pays the journal commits of a whole flush together instead of two per block, in series with
+// the writes; a power cut before the sync may leave such an object missing or torn (it fails
+// its checksum), and the fs layer commits nothing naming it before then. Deletes are not
+// fsynced: a delete lost in a crash leaves an object nobody references, which gc removes again.
 //
 // Requests run on a pool of worker threads fed by a bounded queue (StoreOptions::workers,
 // queue_depth_max); `done` callbacks run on the worker, with no lock held. A Submit() from a

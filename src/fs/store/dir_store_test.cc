@@ -72,6 +72,44 @@ TEST_F(DirStoreTest, TruncatedOrRenamedObjectsDoNotVerify) {
 }
 
 // A put replaces atomically: the temp file of a crashed put is never listed nor read.
+// A put is durable at once (an fsync of its file and of its directory) or, deferred, only
+// renamed into place: a kSync then fsyncs each object's file and each directory once.
+TEST_F(DirStoreTest, DeferredPutsAreReadableAndASyncFsyncsEachFileAndDirectoryOnce) {
+  ASSERT_TRUE(store_->DefersSync());
+  const ObjectKey first = ObjectKey::Block(7000, 0, 5000);
+  const std::string first_data = test::ObjectBytes(first);
+  ASSERT_TRUE(store_->Put(first, first_data.data()).ok());  // makes chunks/0/7 (fsynced)
+  uint64_t fsyncs = store_->stats().fsyncs;
+  const ObjectKey durable = ObjectKey::Block(7001, 0, 5000);
+  const std::string durable_data = test::ObjectBytes(durable);
+  ASSERT_TRUE(store_->Put(durable, durable_data.data()).ok());
+  EXPECT_EQ(store_->stats().fsyncs - fsyncs, 2u);  // its file and its directory
+  fsyncs = store_->stats().fsyncs;
+  std::vector<ObjectKey> keys;
+  std::vector<std::string> datas;
+  for (uint32_t b = 0; b < 3; ++b) {
+    keys.push_back(ObjectKey::Block(7002, b, 3 * 65536));
+    datas.push_back(test::ObjectBytes(keys.back()));
+  }
+  for (uint32_t b = 0; b < 3; ++b) {
+    StoreRequest req;
+    req.ResetPut(keys[b], datas[b].data());
+    req.put_sync = PutSync::kDeferred;
+    ASSERT_TRUE(store_->SubmitAndWait(&req).ok());
+  }
+  EXPECT_EQ(store_->stats().fsyncs - fsyncs, 0u);
+  for (uint32_t b = 0; b < 3; ++b) {
+    std::string got(keys[b].bytes, '\0');
+    ASSERT_TRUE(store_->Get(keys[b], 0, keys[b].bytes, got.data()).ok());
+    EXPECT_EQ(got, datas[b]);
+  }
+  ASSERT_TRUE(store_->Sync(keys).ok());
+  EXPECT_EQ(store_->stats().fsyncs - fsyncs, 4u);  // three files, one directory
+  EXPECT_EQ(store_->stats().sync.requests, 1u);
+  const ObjectKey missing = ObjectKey::Block(7003, 0, 100);
+  EXPECT_TRUE(store_->Sync(std::span<const ObjectKey>(&missing, 1)).IsNotFound());
+}
+
 TEST_F(DirStoreTest, TempFilesAreNeverObjects) {
   ObjectKey k = ObjectKey::Block(3, 0, 100);
   std::string data = test::ObjectBytes(k);

@@ -17,16 +17,6 @@
 namespace folio::store {
 namespace {
 
-Status FsyncPath(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "open " + path);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return Status::FromErrno(err, "fsync " + path);
-  return Status::OK();
-}
-
 std::string Parent(const std::string& path) {
   size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
@@ -36,7 +26,19 @@ std::string Parent(const std::string& path) {
 
 }  // namespace
 
-Status MakeDirs(const std::string& top, const std::string& dir) {
+Status FsyncPath(const std::string& path, PathKind kind, StoreStats* stats) {
+  const int flags = O_RDONLY | O_CLOEXEC | (kind == PathKind::kDirectory ? O_DIRECTORY : 0);
+  int fd = ::open(path.c_str(), flags);
+  if (fd < 0) return Status::FromErrno(errno, "open " + path);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (stats != nullptr) stats->RecordFsync();
+  if (rc != 0) return Status::FromErrno(err, "fsync " + path);
+  return Status::OK();
+}
+
+Status MakeDirs(const std::string& top, const std::string& dir, StoreStats* stats) {
   // Collect the missing directories from dir upwards, stopping at top (or at one that exists).
   std::vector<std::string> missing;
   std::string cur = dir;
@@ -57,7 +59,7 @@ Status MakeDirs(const std::string& top, const std::string& dir) {
     if (::mkdir(it->c_str(), 0755) != 0 && errno != EEXIST) {
       return Status::FromErrno(errno, "mkdir " + *it);
     }
-    FOLIO_RETURN_IF_ERROR(FsyncPath(Parent(*it)));
+    FOLIO_RETURN_IF_ERROR(FsyncPath(Parent(*it), PathKind::kDirectory, stats));
   }
   return Status::OK();
 }
@@ -79,16 +81,20 @@ Status WriteAll(int fd, std::string_view data, const std::string& path) {
 
 }  // namespace
 
-Status WriteFileDurably(const std::string& top, const std::string& dir, const std::string& temp,
-                        const std::string& final_path, std::string_view data) {
+Status WriteFileAtomically(const std::string& top, const std::string& dir,
+                           const std::string& temp, const std::string& final_path,
+                           std::string_view data, PutSync sync, StoreStats* stats) {
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0 && errno == ENOENT) {
-    FOLIO_RETURN_IF_ERROR(MakeDirs(top, dir));
+    FOLIO_RETURN_IF_ERROR(MakeDirs(top, dir, stats));
     fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   }
   if (fd < 0) return Status::FromErrno(errno, "create " + temp);
   Status s = WriteAll(fd, data, temp);
-  if (s.ok() && ::fsync(fd) != 0) s = Status::FromErrno(errno, "fsync " + temp);
+  if (s.ok() && sync == PutSync::kNow) {
+    if (::fsync(fd) != 0) s = Status::FromErrno(errno, "fsync " + temp);
+    if (stats != nullptr) stats->RecordFsync();
+  }
   if (::close(fd) != 0 && s.ok()) s = Status::FromErrno(errno, "close " + temp);
   if (s.ok() && ::rename(temp.c_str(), final_path.c_str()) != 0) {
     s = Status::FromErrno(errno, "rename " + temp);
@@ -97,7 +103,8 @@ Status WriteFileDurably(const std::string& top, const std::string& dir, const st
     ::unlink(temp.c_str());
     return s;
   }
-  return FsyncPath(dir);
+  if (sync == PutSync::kDeferred) return Status::OK();
+  return FsyncPath(dir, PathKind::kDirectory, stats);
 }
 
 Result<uint64_t> PreadFull(int fd, char* buf, uint64_t length, uint64_t offset,

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "folio/status.h"
+#include "fs/store/block_store.h"
 
 namespace folio::store {
 
@@ -18,16 +19,32 @@ inline constexpr const char* kDirStoreDescriptor = "store.json";
 inline constexpr const char* kDirStoreFormat = "folio-dir-store";
 inline constexpr int kDirStoreVersion = 1;
 
+// Every function that fsyncs counts each fsync(2) in `stats` (when not null).
+
 // Creates every missing directory down to `dir`, fsyncing each new directory's parent so the
 // new entry is durable. With a non-empty `top`, `dir` must be `top` or below it and `top`
 // must exist (NotFound otherwise: a put never recreates a removed store); with an empty
 // `top`, missing parents are created up to the root.
-Status MakeDirs(const std::string& top, const std::string& dir);
+Status MakeDirs(const std::string& top, const std::string& dir, StoreStats* stats = nullptr);
 
-// Writes data to `temp` (in `dir`), fsyncs it, renames it to `final_path` and fsyncs `dir`.
-// Creates `dir` (below `top`) when missing. On error the temp file is removed.
-Status WriteFileDurably(const std::string& top, const std::string& dir, const std::string& temp,
-                        const std::string& final_path, std::string_view data);
+// Writes data to `temp` (in `dir`), renames it to `final_path`; with PutSync::kNow it fsyncs
+// the temp file before the rename and `dir` after it (durable on return), with kDeferred
+// neither (FsyncPath of the file and of `dir` later make it durable; a power cut before that
+// leaves `final_path` missing, short or with unwritten blocks, never other content that a
+// reader could take for it: the store's objects carry checksums). Creates `dir` (below
+// `top`, durably) when missing. On error the temp file is removed.
+Status WriteFileAtomically(const std::string& top, const std::string& dir,
+                           const std::string& temp, const std::string& final_path,
+                           std::string_view data, PutSync sync, StoreStats* stats = nullptr);
+inline Status WriteFileDurably(const std::string& top, const std::string& dir,
+                               const std::string& temp, const std::string& final_path,
+                               std::string_view data) {
+  return WriteFileAtomically(top, dir, temp, final_path, data, PutSync::kNow);
+}
+
+enum class PathKind : uint8_t { kFile, kDirectory };
+// Opens path and fsyncs it. A missing path is NotFound.
+Status FsyncPath(const std::string& path, PathKind kind, StoreStats* stats = nullptr);
 
 // Reads up to length bytes at offset, retrying short reads; returns the bytes read (less than
 // length only at end of file).
