@@ -50,7 +50,8 @@ Result<meta::SliceId> DataPath::NewSliceId() {
 }
 
 Result<std::shared_ptr<FileData>> DataPath::Open(meta::Inode* seen, const FolioPolicy& policy,
-                                                 bool* keep_cache) {
+                                                 bool* keep_cache,
+                                                 const std::vector<uint32_t>* chunks) {
   const meta::Inode& inode = *seen;
   std::shared_ptr<FileData> data;
   {
@@ -81,7 +82,7 @@ Result<std::shared_ptr<FileData>> DataPath::Open(meta::Inode* seen, const FolioP
   }
   *keep_cache = false;
   auto fresh = std::make_shared<FileData>(this, inode, policy);
-  FOLIO_RETURN_IF_ERROR(fresh->Init());
+  FOLIO_RETURN_IF_ERROR(fresh->Init(chunks));
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto [it, inserted] = files_.try_emplace(Raw(inode.ino), fresh);

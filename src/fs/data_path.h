@@ -76,9 +76,11 @@ class DataPath {
   // Opens the data of a regular file for one more handle, creating its FileData or reusing a
   // cached one; *keep_cache is true when nobody else changed the file since this mount last
   // saw it (the kernel may keep its cached pages). *seen is the metadata's inode as the caller
-  // read it; a newer read replaces it (FileData::Revalidate).
+  // read it; a newer read replaces it (FileData::Revalidate). `chunks`: the file's chunk list
+  // read in the same transaction as *seen, or null (a new FileData then reads it).
   Result<std::shared_ptr<FileData>> Open(meta::Inode* seen, const FolioPolicy& policy,
-                                         bool* keep_cache);
+                                         bool* keep_cache,
+                                         const std::vector<uint32_t>* chunks = nullptr);
   // The last close of one handle.
   Status Close(const std::shared_ptr<FileData>& data);
   std::shared_ptr<FileData> Find(InodeId ino) const;

@@ -35,11 +35,11 @@ uint64_t FileData::CapacityFor(uint64_t size) {
   return std::max(cap, (size + 4095) & ~uint64_t{4095});
 }
 
-Status FileData::Init() {
+Status FileData::Init(const std::vector<uint32_t>* chunks) {
   std::unique_lock<std::shared_mutex> io(io_);
   capacity_ = CapacityFor(view_.size);
   dev_ = std::make_unique<InodeDevice>(this, &dp_->ctx(), ino_, capacity_);
-  FOLIO_RETURN_IF_ERROR(dev_->Init());
+  FOLIO_RETURN_IF_ERROR(dev_->Init(chunks));
   return OpenMapping(capacity_);
 }
 

@@ -51,8 +51,9 @@ class FileData final : public InodeDevice::Owner,
   FileData(const FileData&) = delete;
   FileData& operator=(const FileData&) = delete;
 
-  // Creates the device and the address space.
-  Status Init();
+  // Creates the device and the address space. `chunks`: the file's chunk list read with the
+  // inode this FileData was made from (null: the device reads it).
+  Status Init(const std::vector<uint32_t>* chunks = nullptr);
   InodeId ino() const { return ino_; }
 
   // ---- Data ------------------------------------------------------------------------------

@@ -38,7 +38,8 @@ Result<std::shared_ptr<OpenFile>> FileSystem::HandleOf(uint64_t fh) const {
 
 Result<FileSystem::Opened> FileSystem::OpenInode(const Cred& cred, const meta::Inode& inode,
                                                  int flags, bool check_access,
-                                                 std::optional<FolioPolicy> known_policy) {
+                                                 std::optional<FolioPolicy> known_policy,
+                                                 const std::vector<uint32_t>* chunks) {
   if (inode.type == FileType::kDirectory) return Errno(EISDIR, InodeText(inode.ino));
   if (inode.type != FileType::kRegular) return Errno(EINVAL, InodeText(inode.ino) + ": not a regular file");
   const bool write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
@@ -56,7 +57,8 @@ Result<FileSystem::Opened> FileSystem::OpenInode(const Cred& cred, const meta::I
   }
   bool keep_cache = false;
   meta::Inode now = inode;
-  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<FileData> data, data_->Open(&now, policy, &keep_cache));
+  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<FileData> data,
+                         data_->Open(&now, policy, &keep_cache, chunks));
   if ((flags & O_TRUNC) != 0 && (flags & O_ACCMODE) != O_RDONLY) {
     Status s = data->Truncate(0, cred);
     Result<Attr> after = s.ok() ? GetAttr(inode.ino) : Result<Attr>(s);
@@ -84,19 +86,22 @@ Result<FileSystem::Opened> FileSystem::OpenInode(const Cred& cred, const meta::I
 
 Result<FileSystem::Opened> FileSystem::Open(const Cred& cred, InodeId ino, int flags) {
   meta::Inode inode;
-  // A file this mount has no data of yet needs its policy xattr: read in the same transaction.
+  // A file this mount has no data of yet needs its policy xattr and its chunk list (for the
+  // FileData the open makes): read in the same transaction, one snapshot with the inode.
   const bool cached = data_->Find(ino) != nullptr;
   std::optional<std::string> policy;
+  std::vector<uint32_t> chunks;
   FOLIO_RETURN_IF_ERROR(meta_->Transact("open", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
     FOLIO_ASSIGN_OR_RETURN(inode, GetInodeOrEnoent(t, ino));
-    if (!cached) {
+    if (!cached && inode.type == FileType::kRegular) {
       FOLIO_ASSIGN_OR_RETURN(policy, t.GetXattr(ino, kPolicyXattr));
+      FOLIO_ASSIGN_OR_RETURN(chunks, t.ListChunks(ino));
     }
     return Status::OK();
   }));
   if (inode.nlink == 0 && !data_->Find(ino)) return Errno(ENOENT, InodeText(ino) + " (unlinked)");
-  return OpenInode(cred, inode, flags, /*check_access=*/true,
-                   cached ? std::nullopt : std::optional<FolioPolicy>(PolicyFromXattr(policy)));
+  if (cached) return OpenInode(cred, inode, flags, /*check_access=*/true, std::nullopt);
+  return OpenInode(cred, inode, flags, /*check_access=*/true, PolicyFromXattr(policy), &chunks);
 }
 
 Result<FileSystem::Opened> FileSystem::Create(const Cred& cred, InodeId parent,
@@ -109,8 +114,10 @@ Result<FileSystem::Opened> FileSystem::Create(const Cred& cred, InodeId parent,
   FOLIO_ASSIGN_OR_RETURN(Attr a, CreateNode(cred, parent, name, proto, {}, (flags & O_EXCL) != 0, &existed, &policy));
   // The creator may open the new file as asked whatever its mode says (open(2) with O_CREAT);
   // a new file's policy is the one it inherited in CreateNode's transaction.
-  return OpenInode(cred, a.inode, existed ? flags : (flags & ~O_TRUNC), /*check_access=*/existed,
-                   existed ? std::nullopt : std::optional<FolioPolicy>(PolicyFromXattr(policy)));
+  if (existed) return OpenInode(cred, a.inode, flags, /*check_access=*/true, std::nullopt);
+  const std::vector<uint32_t> no_chunks;  // a new file has no data yet
+  return OpenInode(cred, a.inode, flags & ~O_TRUNC, /*check_access=*/false,
+                   PolicyFromXattr(policy), &no_chunks);
 }
 
 Result<size_t> FileSystem::Read(uint64_t fh, uint64_t pos, std::span<char> out) {

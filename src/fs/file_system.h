@@ -274,9 +274,12 @@ class FileSystem {
   Result<InodeId> NewInodeId();
   void BackgroundLoop();
   // `policy`: the file's folio policy when the caller read it in its own transaction (a
-  // create, an open); nullopt: PolicyOf looks it up.
+  // create, an open); nullopt: PolicyOf looks it up. `chunks`: the file's chunk list read in
+  // that transaction too (empty for a new file), so a FileData made for the open needs no
+  // transaction of its own; null: it reads the list.
   Result<Opened> OpenInode(const Cred& cred, const meta::Inode& inode, int flags,
-                           bool check_access, std::optional<FolioPolicy> policy);
+                           bool check_access, std::optional<FolioPolicy> policy,
+                           const std::vector<uint32_t>* chunks = nullptr);
   // The policy the value of a file's policy xattr names (the mount's when none or invalid).
   FolioPolicy PolicyFromXattr(const std::optional<std::string>& value) const;
   // close(2) drops the caller's POSIX locks on the file; the last close its flock.
