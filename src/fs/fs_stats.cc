@@ -99,6 +99,8 @@ nlohmann::ordered_json FileSystem::StatsJson() const {
   metaj["ops"] = std::move(ops);
   metaj["commits"] = ms.commits;
   metaj["fsyncs"] = ms.fsyncs;
+  metaj["reads_on_writer"] = ms.reads_on_writer;
+  metaj["checkpoints"] = ms.checkpoints;
   j["meta_ops"] = std::move(metaj);
 
   j["page_cache"] = CacheJson(cache_->Stats());

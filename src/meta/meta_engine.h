@@ -159,6 +159,9 @@ struct MetaStats {
   std::vector<MetaOpStats> ops;  // sorted by op
   uint64_t commits = 0;          // physical commits (< write transactions with group commit)
   uint64_t fsyncs = 0;           // where the engine knows (SQLite); 0 otherwise
+  // SQLite: kRead transactions run on the idle writer connection (its page cache warm).
+  uint64_t reads_on_writer = 0;
+  uint64_t checkpoints = 0;      // SQLite: WAL checkpoints run
 };
 
 struct MetaOpenOptions {

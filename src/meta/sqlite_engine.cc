@@ -41,6 +41,15 @@ void Backoff(int attempt) {
   std::this_thread::sleep_for(std::chrono::microseconds(us));
 }
 
+// Checkpoints. SQLite's automatic checkpoint runs inside the commit that takes the WAL past
+// 1000 frames, on the writer connection under writer_mu_, and fsyncs the WAL and the database
+// file there: every writer of the mount waits for those fsyncs. Here that commit only wakes a
+// checkpointer thread, which runs a PASSIVE checkpoint on a connection of its own, alongside
+// the writer and the readers (WAL allows that; its fsyncs no longer stall a commit). Only a
+// WAL the checkpointer did not keep up with checkpoints in the commit, as SQLite would.
+constexpr int kCheckpointFrames = 1000;
+constexpr int kCheckpointFramesMax = 16000;
+
 // One physical transaction shared by the write transactions of a group commit.
 struct Batch {
   bool done = false;   // GUARDED_BY(done_mu_)
@@ -52,7 +61,15 @@ class SqliteEngine final : public MetaEngine {
  public:
   SqliteEngine(std::string path, const MetaOpenOptions& options, const SqliteTuning& tuning)
       : path_(std::move(path)), url_("sqlite:" + path_), options_(options), tuning_(tuning) {}
-  ~SqliteEngine() override = default;
+  ~SqliteEngine() override {
+    {
+      std::lock_guard lock(ckpt_mu_);
+      ckpt_stop_ = true;
+    }
+    ckpt_cv_.notify_all();
+    if (ckpt_thread_.joinable()) ckpt_thread_.join();
+    if (writer_ != nullptr) sqlite3_wal_hook(writer_->db(), nullptr, nullptr);
+  }
 
   // Opens the database when the file exists and probes its schema.
   Status Start();
@@ -87,6 +104,10 @@ class SqliteEngine final : public MetaEngine {
   void CommitLocked(Clock::time_point deadline);
   void FinishBatchLocked(Status status, bool retry);
   Status InitLocked(InitMode mode);
+
+  // The writer's WAL hook (after each commit) and the checkpointer thread.
+  static int WalHook(void* engine, sqlite3* db, const char* name, int frames);
+  void CheckpointLoop();
 
   Result<std::unique_ptr<SqliteConn>> AcquireReader();
   void ReleaseReader(std::unique_ptr<SqliteConn> conn);
@@ -127,6 +148,14 @@ class SqliteEngine final : public MetaEngine {
   OpStatsTable ops_;
   std::atomic<uint64_t> commits_{0};
   std::atomic<uint64_t> fsyncs_{0};
+  std::atomic<uint64_t> reads_on_writer_{0};
+
+  std::mutex ckpt_mu_;
+  std::condition_variable ckpt_cv_;
+  bool ckpt_wanted_ = false;  // GUARDED_BY(ckpt_mu_)
+  bool ckpt_stop_ = false;    // GUARDED_BY(ckpt_mu_)
+  std::thread ckpt_thread_;   // started when the writer is configured (writer_mu_)
+  std::atomic<uint64_t> checkpoints_{0};
 };
 
 // ---- opening --------------------------------------------------------------------------------
@@ -170,8 +199,53 @@ Status SqliteEngine::ConfigureWriterLocked() {
                                        "mode '{}')",
                                        url_, row ? std::string(s.Blob(0)) : ""));
   }
-  return writer_->Exec(options_.sqlite_synchronous == "full" ? "PRAGMA synchronous = FULL"
-                                                             : "PRAGMA synchronous = NORMAL");
+  FOLIO_RETURN_IF_ERROR(writer_->Exec(options_.sqlite_synchronous == "full"
+                                          ? "PRAGMA synchronous = FULL"
+                                          : "PRAGMA synchronous = NORMAL"));
+  // Replaces SQLite's automatic checkpoint (itself a WAL hook): see kCheckpointFrames.
+  sqlite3_wal_hook(writer_->db(), &SqliteEngine::WalHook, this);
+  if (!ckpt_thread_.joinable()) ckpt_thread_ = std::thread([this] { CheckpointLoop(); });
+  return Status::OK();
+}
+
+int SqliteEngine::WalHook(void* engine, sqlite3* db, const char* name, int frames) {
+  auto* self = static_cast<SqliteEngine*>(engine);
+  if (frames >= kCheckpointFramesMax) {
+    (void)sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    self->checkpoints_.fetch_add(1, std::memory_order_relaxed);
+  } else if (frames >= kCheckpointFrames) {
+    {
+      std::lock_guard lock(self->ckpt_mu_);
+      self->ckpt_wanted_ = true;
+    }
+    self->ckpt_cv_.notify_one();
+  }
+  return SQLITE_OK;
+}
+
+void SqliteEngine::CheckpointLoop() {
+  std::unique_ptr<SqliteConn> conn;
+  std::unique_lock lock(ckpt_mu_);
+  for (;;) {
+    ckpt_cv_.wait(lock, [&] { return ckpt_stop_ || ckpt_wanted_; });
+    if (ckpt_stop_) return;
+    ckpt_wanted_ = false;
+    lock.unlock();
+    if (conn == nullptr) {
+      Result<std::unique_ptr<SqliteConn>> c =
+          SqliteConn::Open(path_, SQLITE_OPEN_READWRITE, url_, options_.busy_timeout_ms,
+                           options_.sqlite_vfs);
+      if (c.ok()) conn = std::move(*c);
+    }
+    // PASSIVE: copies what no reader still needs and never waits; a WAL that could not be
+    // copied whole is taken up again after the next commits.
+    if (conn != nullptr &&
+        sqlite3_wal_checkpoint_v2(conn->db(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr,
+                                  nullptr) == SQLITE_OK) {
+      checkpoints_.fetch_add(1, std::memory_order_relaxed);
+    }
+    lock.lock();
+  }
 }
 
 // ---- transactions ---------------------------------------------------------------------------
@@ -193,6 +267,29 @@ Status SqliteEngine::ReadTxn(OpTimer& timer, const std::function<Status(Txn&)>& 
       EmptyTxn txn(NoSchema());
       InFn in_fn(this);
       return fn(txn);
+    }
+  }
+  // A reader connection drops its whole page cache whenever anything was committed since its
+  // last transaction (SQLite's WAL rule), so after each write a lookup re-reads every page it
+  // touches from the WAL or the file. The writer connection's cache stays valid across its own
+  // commits: when it is idle (no batch open, nobody holding or waiting for it), the read runs
+  // there. A read that meets a lock (another process) goes on to a reader connection.
+  {
+    std::unique_lock lock(writer_mu_, std::try_to_lock);
+    if (lock.owns_lock() && batch_ == nullptr && writer_ != nullptr && writer_->autocommit() &&
+        writers_waiting_.load() == 0) {
+      const uint64_t busy_before = writer_->busy_results();
+      Status s = writer_->Exec("BEGIN");
+      if (s.ok()) {
+        SqliteTxn txn(*writer_, TxnMode::kRead);
+        InFn in_fn(this);
+        s = fn(txn);
+      }
+      if (!writer_->autocommit()) (void)writer_->Exec("ROLLBACK");
+      if (writer_->busy_results() == busy_before) {
+        reads_on_writer_.fetch_add(1, std::memory_order_relaxed);
+        return s;
+      }
     }
   }
   FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<SqliteConn> conn, AcquireReader());
@@ -504,6 +601,8 @@ MetaStats SqliteEngine::Stats() const {
   s.ops = ops_.Snapshot();
   s.commits = commits_.load(std::memory_order_relaxed);
   s.fsyncs = fsyncs_.load(std::memory_order_relaxed);
+  s.reads_on_writer = reads_on_writer_.load(std::memory_order_relaxed);
+  s.checkpoints = checkpoints_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -3,8 +3,11 @@
 // reader connections.
 //
 // How transactions run (the contract is meta_engine.h's):
-//   - kRead: on a reader connection, BEGIN ... ROLLBACK: a WAL snapshot, concurrent with other
-//     readers and with the writer.
+//   - kRead: BEGIN ... ROLLBACK, a WAL snapshot. On the writer connection when it is idle (no
+//     batch open, its mutex free, no writer waiting): its page cache survives its own commits,
+//     while a reader connection's is dropped whenever anything was committed since its last
+//     transaction, so a lookup after a write re-read every page it touched. Otherwise on a
+//     reader connection, concurrent with other readers and with the writer.
 //   - kWrite, group commit: write transactions of this process run one at a time on the writer
 //     connection, each in its own SAVEPOINT inside one shared physical transaction (BEGIN
 //     IMMEDIATE). A transaction whose fn fails rolls back to its savepoint alone. When fn
@@ -19,8 +22,12 @@
 //   - A batch SQLite rolled back by itself (disk full, I/O error inside another member's fn) is
 //     re-run by every member that had succeeded, so no member's writes are lost silently.
 //
-// Thread safety: thread-safe (MetaEngine). Lock order: writer_mu_ before done_mu_; readers_mu_
-// is taken alone.
+//   - Checkpoints: a commit that takes the WAL past 1000 frames wakes a checkpointer thread
+//     (its own connection, PASSIVE checkpoints) instead of checkpointing and fsyncing inside
+//     the commit, where every writer waited for it.
+//
+// Thread safety: thread-safe (MetaEngine). Lock order: writer_mu_ before done_mu_ and before
+// ckpt_mu_ (the WAL hook runs in a commit); readers_mu_ is taken alone.
 #pragma once
 
 #include <cstddef>
