@@ -291,8 +291,10 @@ class FileSystem {
   Result<Attr> CreateNode(const Cred& cred, InodeId parent, std::string_view name,
                           meta::Inode proto, std::string_view symlink_target, bool exclusive,
                           bool* existed, std::optional<std::string>* policy = nullptr);
-  // Drops one link of `victim` (unlink, rmdir, rename over it) inside txn.
-  Status DropLink(meta::Txn& txn, meta::Inode* victim, int64_t now_ns);
+  // Drops one link of `victim` (unlink, rmdir, rename over it) inside txn. *freed_file (may
+  // be null) is set when a regular file without data was freed in txn itself.
+  Status DropLink(meta::Txn& txn, meta::Inode* victim, int64_t now_ns,
+                  bool* freed_file = nullptr);
   // The inode's attributes with this mount's uncommitted changes (size, times) applied.
   Attr AttrOf(const meta::Inode& inode) const;
   // st_blocks of a regular file that may have holes: the 4 KiB pages below its size that its

@@ -568,6 +568,46 @@ TEST_F(DataTest, AColdReadOfASmallFileIsOneStoreGet) {
   }
 }
 
+// The last unlink of a file with no data committed frees it in the unlink's own transaction
+// (nothing to drop references of); one with data goes on the deletion queue, and maintenance
+// frees it there (its objects then wait out the grace period).
+TEST_F(DataTest, UnlinkOfAFileWithoutDataFreesItInItsOwnTransaction) {
+  ASSERT_TRUE(WriteFile(fs(), kRootInode, "empty", "").ok());
+  ASSERT_TRUE(WriteFile(fs(), kRootInode, "full", Pattern(300000, 3)).ok());
+  auto ops = [&](std::string_view op) {
+    for (const meta::MetaOpStats& o : vol_.meta()->Stats().ops) {
+      if (o.op == op) return o.count;
+    }
+    return uint64_t{0};
+  };
+  auto queued_inodes = [&] {
+    size_t n = 0;
+    EXPECT_TRUE(vol_.meta()->Transact("test", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
+      FOLIO_ASSIGN_OR_RETURN(auto items, t.ListDeletions(INT64_MAX, SIZE_MAX));
+      n = 0;
+      for (const auto& [key, d] : items) n += d.kind == meta::DeletionKind::kInode ? 1 : 0;
+      return Status::OK();
+    }).ok());
+    return n;
+  };
+  const uint64_t frees = ops("free_inode");
+  const uint64_t freed = fs()->Stats().inodes_freed;
+  ASSERT_TRUE(fs()->Unlink(Cred::Root(), kRootInode, "empty").ok());
+  EXPECT_EQ(queued_inodes(), 0u);
+  EXPECT_EQ(fs()->Stats().inodes_freed - freed, 1u);
+  ASSERT_TRUE(fs()->Unlink(Cred::Root(), kRootInode, "full").ok());
+  EXPECT_EQ(queued_inodes(), 1u);
+  ASSERT_TRUE(fs()->RunMaintenance().ok());
+  EXPECT_EQ(queued_inodes(), 0u);
+  EXPECT_EQ(ops("free_inode") - frees, 1u);  // the file with data only
+  EXPECT_EQ(fs()->Stats().inodes_freed - freed, 2u);
+  Result<FsckReport> r = Fsck(vol_.meta(), vol_.store(), FsckOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::string problems;
+  for (const std::string& p : r->problems) problems += "\n  " + p;
+  EXPECT_TRUE(r->clean()) << problems;  // the inode and byte counters too
+}
+
 TEST_F(DataTest, UnlinkWhileOpenKeepsDataUntilLastClose) {
   const std::string content = Pattern(400000, 10);
   Result<InodeId> ino = WriteFile(fs(), kRootInode, "f", content);

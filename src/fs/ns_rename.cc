@@ -11,6 +11,7 @@
 #include "fs/file_system.h"
 #include "fs/fs_internal.h"
 #include "fs/perm.h"
+#include "fs/stats_counters.h"
 
 namespace folio::fs {
 
@@ -53,8 +54,10 @@ Status FileSystem::Rename(const Cred& cred, InodeId parent, std::string_view nam
   const bool exchange = (flags & kRenameExchange) != 0;
   const int64_t now = WallNs();
   InodeId replaced{0};
+  bool freed = false;
   Status s = meta_->Transact("rename", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
     replaced = InodeId{0};
+    freed = false;
     FOLIO_ASSIGN_OR_RETURN(meta::Inode d1, GetLiveDir(t, parent));
     meta::Inode d2_store;
     const bool same_dir = parent == new_parent;
@@ -130,7 +133,7 @@ Status FileSystem::Rename(const Cred& cred, InodeId parent, std::string_view nam
       if (e2) {
         if (d2.size_bytes > 0) d2.size_bytes -= 1;
         if (dst_dir && d2.nlink > 2) d2.nlink -= 1;
-        FOLIO_RETURN_IF_ERROR(DropLink(t, &dst, now));
+        FOLIO_RETURN_IF_ERROR(DropLink(t, &dst, now, &freed));
         if (dst.nlink == 0) replaced = dst.ino;
       }
       if (src_dir && !same_dir) {
@@ -148,6 +151,7 @@ Status FileSystem::Rename(const Cred& cred, InodeId parent, std::string_view nam
     return Status::OK();
   });
   if (s.ok() && replaced != InodeId{0}) data_->ForgetIfClosed(replaced);
+  if (s.ok() && freed) FsCounters::Add(counters_->inodes_freed);
   return s;
 }
 
