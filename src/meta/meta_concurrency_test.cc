@@ -271,15 +271,26 @@ TEST_P(MetaEngineTest, AllocateIdsDisjointAcrossProcesses) {
     std::vector<char*> envp;
     for (std::string& e : env_text) envp.push_back(e.data());
     envp.push_back(nullptr);
-    std::string self = "/proc/self/exe";
+    // This binary (qemu-user shows the guest's path here); on a cross build, run through the
+    // same emulator as ctest runs it (no binfmt needed).
+    char self[4096];
+    const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    ASSERT_GT(len, 0);
+    self[len] = '\0';
+    std::string emulator = FOLIO_EMULATOR;
     std::string filter = "--gtest_filter=MetaEngineChildProcess.AllocateIdsAndReportThem";
     std::string quiet = "--gtest_brief=1";
-    char* argv[] = {self.data(), filter.data(), quiet.data(), nullptr};
+    std::vector<char*> argv;
+    if (!emulator.empty()) argv.push_back(emulator.data());
+    argv.push_back(self);
+    argv.push_back(filter.data());
+    argv.push_back(quiet.data());
+    argv.push_back(nullptr);
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       fcntl(fds[1], F_SETFD, 0);  // the write end survives the exec
-      execve(self.c_str(), argv, envp.data());
+      execve(argv[0], argv.data(), envp.data());
       _exit(127);
     }
     close(fds[1]);
