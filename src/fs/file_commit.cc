@@ -14,7 +14,7 @@ namespace folio::fs {
 
 Result<meta::SliceId> FileData::NewSliceId() { return dp_->NewSliceId(); }
 
-Status FileData::CommitRecords(std::span<const PendingRecord> records) {
+Result<InodeDevice::Owner::CommitOutcome> FileData::CommitRecords(std::span<const PendingRecord> records) {
   View v;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -24,7 +24,7 @@ Status FileData::CommitRecords(std::span<const PendingRecord> records) {
   if (records.empty() && !attrs) {
     std::lock_guard<std::mutex> lock(mu_);
     ClearDirtyLocked(v.gen);
-    return Status::OK();
+    return CommitOutcome::kCommitted;
   }
   const DataContext& ctx = dp_->ctx();
   const int64_t delete_after = WallNs() + ctx.format.deletion_grace_ms * 1000000;
@@ -33,8 +33,15 @@ Status FileData::CommitRecords(std::span<const PendingRecord> records) {
   for (const PendingRecord& r : records) added.push_back(r.slice);
   meta::Inode committed;
   bool elsewhere = false;
+  bool freed = false;
   Status s = ctx.meta->Transact("write", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
-    FOLIO_ASSIGN_OR_RETURN(committed, GetInodeOrEnoent(t, ino_));
+    FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Inode> inode, t.GetInode(ino_));
+    // Freed since these writes were taken for writeback (a closed file unlinked: an unlink frees
+    // a file with nothing committed at once). Inode numbers are never reused, so no file can
+    // read what the records name: nothing is committed.
+    freed = !inode.has_value();
+    if (freed) return Status::OK();
+    committed = *inode;
     elsewhere = ChangedSinceBase(committed);
     for (const PendingRecord& r : records) {
       FOLIO_RETURN_IF_ERROR(t.AppendSlice(ino_, r.chunk, r.slice));
@@ -59,6 +66,11 @@ Status FileData::CommitRecords(std::span<const PendingRecord> records) {
     return t.PutInode(committed);
   });
   if (!s.ok()) return s;
+  if (freed) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ClearDirtyLocked(v.gen);
+    return CommitOutcome::kInodeFreed;
+  }
   FsCounters::Add(ctx.counters->commits);
   FsCounters::Add(ctx.counters->slices_committed, records.size());
   {
@@ -70,7 +82,7 @@ Status FileData::CommitRecords(std::span<const PendingRecord> records) {
   std::map<uint32_t, size_t> per_chunk;
   for (const PendingRecord& r : records) per_chunk[r.chunk]++;
   for (const auto& [chunk, n] : per_chunk) dp_->NoteSlices(ino_, chunk, n);
-  return Status::OK();
+  return CommitOutcome::kCommitted;
 }
 
 uint64_t FileData::PackSize() const {
@@ -127,16 +139,18 @@ Status FileData::WaitPacked() {
   return t->Wait();
 }
 
-void FileData::PackCommitted(const PackedAttrs& attrs, const meta::Inode& committed,
+void FileData::PackCommitted(const PackedAttrs& attrs, const meta::Inode* committed,
                              bool elsewhere) {
   dev_->Packed();
   std::lock_guard<std::mutex> lock(mu_);
   stale_ |= elsewhere;
-  view_.base.size_bytes = committed.size_bytes;
-  view_.base.mtime_ns = committed.mtime_ns;
-  view_.base.ctime_ns = std::max(view_.base.ctime_ns, committed.ctime_ns);
-  view_.base.atime_ns = committed.atime_ns;
-  view_.base.mode = committed.mode;
+  if (committed != nullptr) {
+    view_.base.size_bytes = committed->size_bytes;
+    view_.base.mtime_ns = committed->mtime_ns;
+    view_.base.ctime_ns = std::max(view_.base.ctime_ns, committed->ctime_ns);
+    view_.base.atime_ns = committed->atime_ns;
+    view_.base.mode = committed->mode;
+  }
   ticket_.reset();
   ClearDirtyLocked(attrs.gen);
 }

@@ -121,7 +121,7 @@ class FileData final : public InodeDevice::Owner,
 
   // ---- InodeDevice::Owner ----------------------------------------------------------------
   Result<meta::SliceId> NewSliceId() override;
-  Status CommitRecords(std::span<const PendingRecord> records) override;
+  Result<CommitOutcome> CommitRecords(std::span<const PendingRecord> records) override;
   Status WaitPacked() override;
   uint64_t PackSize() const override;
   // Hands the frozen content to the pack writer; with a durable sync, waits for its commit.
@@ -146,9 +146,10 @@ class FileData final : public InodeDevice::Owner,
   };
   // The attributes a pack entry commits (taken when the content was handed over).
   PackedAttrs pack_attrs() const;
-  // `committed`: the inode as the pack's transaction wrote it; `elsewhere`: that transaction
-  // found another mount's change (ChangedSinceBase).
-  void PackCommitted(const PackedAttrs& attrs, const meta::Inode& committed, bool elsewhere);
+  // `committed`: the inode as the pack's transaction wrote it, or null when that transaction
+  // found the inode freed (nothing was written); `elsewhere`: it found another mount's change
+  // (ChangedSinceBase).
+  void PackCommitted(const PackedAttrs& attrs, const meta::Inode* committed, bool elsewhere);
   void PackFailed(const Status& error);
 
  private:

@@ -660,20 +660,34 @@ Status InodeDevice::FlushAndCommit() {
       }
     }
   }
-  FOLIO_RETURN_IF_ERROR(owner_->CommitRecords(commit));
+  FOLIO_ASSIGN_OR_RETURN(const Owner::CommitOutcome outcome, owner_->CommitRecords(commit));
   if (commit.empty()) return Status::OK();
-  std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t last_seq = commit.back().seq;
-  size_t n = 0;
-  while (n < pending_.size() && pending_[n].seq <= last_seq) ++n;
-  for (size_t i = 0; i < n; ++i) {
-    const PendingRecord& r = pending_[i];
-    ChunkCache& c = chunks_[r.chunk];
-    if (c.loaded) c.slices.push_back(r.slice);
-    c.version++;
-    known_.insert(r.chunk);
+  const bool freed = outcome == Owner::CommitOutcome::kInodeFreed;
+  std::vector<std::shared_ptr<LogObject>> dead;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const uint64_t last_seq = commit.back().seq;
+    size_t n = 0;
+    while (n < pending_.size() && pending_[n].seq <= last_seq) ++n;
+    for (size_t i = 0; i < n; ++i) {
+      const PendingRecord& r = pending_[i];
+      if (freed) {
+        if (r.obj) dead.push_back(r.obj);
+        continue;
+      }
+      ChunkCache& c = chunks_[r.chunk];
+      if (c.loaded) c.slices.push_back(r.slice);
+      c.version++;
+      known_.insert(r.chunk);
+    }
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<long>(n));
   }
-  pending_.erase(pending_.begin(), pending_.begin() + static_cast<long>(n));
+  if (!dead.empty()) {
+    // The file is gone: the blocks its records named were never committed, so nothing refers
+    // to them; they go now rather than wait for a gc.
+    WaitIoIdle();
+    DeleteOrphans(dead);
+  }
   return Status::OK();
 }
 

@@ -106,8 +106,11 @@ class InodeDevice final : public io_internal::QueuedDevice {
    public:
     virtual ~Owner() = default;
     virtual Result<meta::SliceId> NewSliceId() = 0;
-    // Commits the records (in order) and the file's attributes in one transaction.
-    virtual Status CommitRecords(std::span<const PendingRecord> records) = 0;
+    // Commits the records (in order) and the file's attributes in one transaction. kInodeFreed:
+    // the inode is gone (its last unlink freed it after these writes were taken for writeback);
+    // nothing was committed, and no file can ever read what the records name.
+    enum class CommitOutcome { kCommitted, kInodeFreed };
+    virtual Result<CommitOutcome> CommitRecords(std::span<const PendingRecord> records) = 0;
     // A flush found a frozen record: make the pack writer commit it now, and wait.
     virtual Status WaitPacked() = 0;
     // Asked by a flush with data pending, before it seals anything: the file's size when the

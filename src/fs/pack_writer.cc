@@ -177,7 +177,8 @@ Status PackCommitter::CommitBatch(const std::vector<std::shared_ptr<Entry>>& bat
   Status s = ctx.meta->Transact("pack_commit", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
     for (const std::shared_ptr<Entry>& e : ok) {
       FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Inode> inode, t.GetInode(e->ino));
-      if (!inode) continue;  // freed meanwhile: its bytes are dead space in the pack
+      e->freed = !inode.has_value();
+      if (e->freed) continue;  // freed meanwhile: its bytes are dead space in the pack
       FOLIO_ASSIGN_OR_RETURN(std::vector<meta::Slice> old, t.GetChunk(e->ino, 0));
       if (e->rewrite && (old.size() != 1 || meta::EncodeSlice(old[0]) != meta::EncodeSlice(e->expect))) {
         continue;  // the file changed since the rewrite read it: the copy is dead space
@@ -215,9 +216,11 @@ Status PackCommitter::CommitBatch(const std::vector<std::shared_ptr<Entry>>& bat
       FsCounters::Add(ctx.counters->packs_rewritten);
       if (f) f->device()->InvalidateChunk(0);
     } else if (s.ok()) {
-      if (f) f->PackCommitted(e->attrs, e->committed, e->elsewhere);
-      FsCounters::Add(ctx.counters->packed_files);
-      FsCounters::Add(ctx.counters->pack_bytes, e->loc.len);
+      if (f) f->PackCommitted(e->attrs, e->freed ? nullptr : &e->committed, e->elsewhere);
+      if (!e->freed) {
+        FsCounters::Add(ctx.counters->packed_files);
+        FsCounters::Add(ctx.counters->pack_bytes, e->loc.len);
+      }
     } else if (f && !e->rewrite) {
       f->PackFailed(s);
     }

@@ -73,6 +73,7 @@ class PackCommitter {
     InodeId ino{0};
     FileData::PackedAttrs attrs;
     meta::Inode committed;  // the inode as the commit wrote it
+    bool freed = false;     // the commit found no inode (freed meanwhile): nothing was written
     bool elsewhere = false;  // the commit found another mount's change (FileData::PackCommitted)
     std::shared_ptr<PackTicket> ticket;
     Status status;
