@@ -619,15 +619,22 @@ class FreedBeforeWritebackTest : public DataTest, public ::testing::WithParamInt
 TEST_P(FreedBeforeWritebackTest, TheWritebackCommitsNothingAndLeavesNoBlock) {
   const size_t len = GetParam();
   const uint64_t blocks = Objects(store::ObjectKind::kBlock);
+  const uint64_t packs = Objects(store::ObjectKind::kPack);
   Result<FileSystem::Opened> f = fs()->Create(Cred::Root(), kRootInode, "f", 0644, O_RDWR);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   ASSERT_TRUE(fs()->Write(f->fh, 0, Pattern(len, 21)).ok());
   ASSERT_TRUE(fs()->Release(f->fh).ok());  // queued for its settle (no background thread here)
   ASSERT_TRUE(fs()->Unlink(Cred::Root(), kRootInode, "f").ok());
   EXPECT_EQ(fs()->GetAttr(f->attr.ino()).status().ToErrno(), ENOENT);  // freed by the unlink
-  Status s = fs()->SyncAll();  // settles the closed file
+  Status s = fs()->SyncAll();  // settles the closed file (a small one goes into the open pack)
   EXPECT_TRUE(s.ok()) << s.ToString();
+  s = fs()->SyncAll();  // puts that pack and commits its entry
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  // A pack whose every entry belongs to a freed file has no reference: it is queued for
+  // deletion (the volume's grace period is 0), not leaked.
+  ASSERT_TRUE(fs()->RunMaintenance().ok());
   EXPECT_EQ(Objects(store::ObjectKind::kBlock), blocks);
+  EXPECT_EQ(Objects(store::ObjectKind::kPack), packs);
   Result<FsckReport> r = Fsck(vol_.meta(), vol_.store(), FsckOptions{});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   std::string problems;

@@ -174,8 +174,11 @@ Status PackCommitter::CommitBatch(const std::vector<std::shared_ptr<Entry>>& bat
     s.kind = meta::SliceKind::kPacked;
     return s;
   };
+  std::map<uint64_t, PackTally> tally;  // tally_ with this batch's entries
   Status s = ctx.meta->Transact("pack_commit", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+    tally = tally_;
     for (const std::shared_ptr<Entry>& e : ok) {
+      tally[e->loc.pack_id].seen++;
       FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Inode> inode, t.GetInode(e->ino));
       e->freed = !inode.has_value();
       if (e->freed) continue;  // freed meanwhile: its bytes are dead space in the pack
@@ -183,6 +186,7 @@ Status PackCommitter::CommitBatch(const std::vector<std::shared_ptr<Entry>>& bat
       if (e->rewrite && (old.size() != 1 || meta::EncodeSlice(old[0]) != meta::EncodeSlice(e->expect))) {
         continue;  // the file changed since the rewrite read it: the copy is dead space
       }
+      tally[e->loc.pack_id].committed++;
       bool whole = true;
       const std::vector<meta::Slice> now =
           e->rewrite ? std::vector<meta::Slice>{slice_of(*e)}
@@ -208,8 +212,28 @@ Status PackCommitter::CommitBatch(const std::vector<std::shared_ptr<Entry>>& bat
       e->committed = *inode;
       FOLIO_RETURN_IF_ERROR(t.PutInode(*inode));
     }
+    for (const std::shared_ptr<Entry>& e : ok) {
+      auto it = tally.find(e->loc.pack_id);
+      if (it == tally.end() || it->second.seen < e->loc.pack_entries) continue;
+      if (it->second.committed == 0) {
+        meta::Deletion del;
+        del.kind = meta::DeletionKind::kSlice;
+        del.id = e->loc.pack_id;
+        del.slice_kind = meta::SliceKind::kPacked;
+        del.bytes = e->loc.pack_bytes;
+        del.not_before_ns = delete_after;
+        FOLIO_RETURN_IF_ERROR(t.QueueDeletion(del).status());
+      }
+      tally.erase(it);  // complete: nothing more to count
+    }
     return Status::OK();
   });
+  if (s.ok()) {
+    tally_ = std::move(tally);
+  } else {
+    // The entries fail and go into new packs: theirs never completes (its object is left to gc).
+    for (const std::shared_ptr<Entry>& e : ok) tally_.erase(e->loc.pack_id);
+  }
   for (const std::shared_ptr<Entry>& e : ok) {
     std::shared_ptr<FileData> f = e->rewrite ? dp_->Find(e->ino) : e->file.lock();
     if (s.ok() && e->rewrite) {

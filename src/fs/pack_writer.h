@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -87,9 +88,19 @@ class PackCommitter {
   void Submit(const std::shared_ptr<Entry>& e, const std::vector<char>& content);
   void Run();
 
+  // A pack's entries seen by the commits so far, and how many of them were committed. A pack
+  // none of whose entries was committed (each file freed meanwhile, or each rewrite stale) has
+  // no reference: it goes on the deletion queue once its last entry is seen, else it leaks.
+  // A pack's entries complete together but may land in two batches.
+  struct PackTally {
+    uint32_t seen = 0;
+    uint32_t committed = 0;
+  };
+
   DataPath* const dp_;
   store::PackWriter writer_;
   std::mutex commit_mu_;  // one commit batch at a time (before mu_)
+  std::map<uint64_t, PackTally> tally_;  // GUARDED_BY(commit_mu_): packs seen in part
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Entry>> done_;  // GUARDED_BY(mu_): put, waiting for the commit

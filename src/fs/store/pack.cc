@@ -215,7 +215,8 @@ void PackWriter::PutDone(StoreRequest* req) {
   Status status = req->status;
   for (size_t i = 0; i < p->dones.size(); ++i) {
     PackedLocation loc{p->pack_id, static_cast<uint32_t>(p->bytes.size()),
-                       p->entries[i].object_off, p->entries[i].len};
+                       p->entries[i].object_off, p->entries[i].len,
+                       static_cast<uint32_t>(p->dones.size())};
     if (p->dones[i]) p->dones[i](status, loc);
   }
   PackWriter* w = p->writer;

@@ -90,6 +90,7 @@ struct PackedLocation {
   uint32_t pack_bytes = 0;   // the slice's object_bytes
   uint32_t object_off = 0;
   uint32_t len = 0;
+  uint32_t pack_entries = 0;  // entries in the pack: each one's callback runs with the put's status
 };
 using PackAddDone = std::function<void(const Status&, const PackedLocation&)>;
 // Hands out pack ids (the metadata engine's slice id counter).
