@@ -18,7 +18,17 @@ namespace {
 constexpr uint32_t kMaxObjectBytes = static_cast<uint32_t>(meta::kChunkBytes);
 constexpr uint32_t kPutsPerDeviceMax = 8;
 
-
+// A put's or a sync's outcome for one block: failed (its buffer stays: the next flush puts it
+// again), or `done` (kStored frees the buffer: the store holds the block durably).
+void FinishBlock(LogObject::Block& blk, const Status& status, LogObject::BlockState done) {
+  if (!status.ok()) {
+    blk.state = LogObject::BlockState::kFailed;
+    blk.error = status;
+    return;
+  }
+  blk.state = done;
+  if (done == LogObject::BlockState::kStored) std::vector<char>().swap(blk.data);
+}
 
 }  // namespace
 
@@ -430,18 +440,12 @@ void InodeDevice::OnPutDone(store::StoreRequest* req) {
   std::unique_ptr<SyncCtx> sync;
   {
     std::lock_guard<std::mutex> lock(dev->mu_);
-    LogObject::Block& blk = ctx->obj->blocks[ctx->block];
-    if (!req->status.ok()) {
-      blk.state = LogObject::BlockState::kFailed;
-      blk.error = req->status;
-    } else if (dev->defer_sync_) {
-      blk.state = LogObject::BlockState::kWritten;
+    FinishBlock(ctx->obj->blocks[ctx->block], req->status,
+                dev->defer_sync_ ? LogObject::BlockState::kWritten : LogObject::BlockState::kStored);
+    if (req->status.ok() && dev->defer_sync_) {
       dev->written_.push_back(WrittenBlock{ctx->obj, ctx->block, req->key});
       dev->written_bytes_ += req->key.bytes;
       sync = dev->MaybeBackgroundSyncLocked();
-    } else {
-      blk.state = LogObject::BlockState::kStored;
-      std::vector<char>().swap(blk.data);
     }
     // A sync taken above is in flight already (syncs_in_flight_): the device outlives it.
     dev->puts_in_flight_--;
@@ -499,15 +503,7 @@ void InodeDevice::OnSyncDone(store::StoreRequest* req) {
   {
     std::lock_guard<std::mutex> lock(dev->mu_);
     for (const WrittenBlock& w : ctx->blocks) {
-      LogObject::Block& blk = w.obj->blocks[w.block];
-      if (req->status.ok()) {
-        blk.state = LogObject::BlockState::kStored;
-        std::vector<char>().swap(blk.data);
-      } else {
-        // The buffer is still here: the next flush puts the block again.
-        blk.state = LogObject::BlockState::kFailed;
-        blk.error = req->status;
-      }
+      FinishBlock(w.obj->blocks[w.block], req->status, LogObject::BlockState::kStored);
     }
     dev->syncing_bytes_ -= ctx->bytes;
     dev->syncs_in_flight_--;
