@@ -567,14 +567,17 @@ inline bool SharedModelCovered(const SharedModelCounts& c) {
 // never because a seed was unlucky. Deterministic: the same FOLIO_SEED runs the same seeds.
 inline constexpr int kExtraSharedRounds = 8;
 
-inline void RunSharedModel(const EngineKind& engine, uint64_t default_ops, int rounds) {
-  const std::string why = engine.skip ? engine.skip() : std::string();
+inline void RunSharedModel(const EngineKind& engine, uint64_t default_ops, int rounds,
+                           SharedStore store = SharedStore::kDir) {
+  std::string why = engine.skip ? engine.skip() : std::string();
+  if (why.empty()) why = SharedStoreSkip(store);
   if (!why.empty()) GTEST_SKIP() << why;
   const uint64_t ops = ModelOps(default_ops, 200);
   const uint64_t base = TestSeed();
-  std::printf("shared fs model (%s): seeds from %llu, %llu operations each (FOLIO_SEED=%llu to "
-              "repeat)\n",
-              engine.name.c_str(), static_cast<unsigned long long>(base),
+  std::printf("shared fs model (%s, %s store): seeds from %llu, %llu operations each "
+              "(FOLIO_SEED=%llu to repeat)\n",
+              engine.name.c_str(), store == SharedStore::kRados ? "rados:" : "dir:",
+              static_cast<unsigned long long>(base),
               static_cast<unsigned long long>(ops), static_cast<unsigned long long>(base));
   SharedModelCounts total;
   int round = 0;
@@ -583,6 +586,7 @@ inline void RunSharedModel(const EngineKind& engine, uint64_t default_ops, int r
     const uint64_t seed = base + static_cast<uint64_t>(round);
     FOLIO_SEED_TRACE(seed);
     SharedOptions o;
+    o.store = store;
     o.pack_below_bytes = round == 1 ? 0 : 64 << 10;
     o.block_bytes = 128 << 10;
     o.fs.compact_slices = 8;

@@ -1,5 +1,6 @@
 // Test helpers for several mounts of one volume: a volume (a metadata engine of a chosen kind,
-// a dir: store, both in or named after a temporary directory) formatted once and mounted by
+// a dir: store in a temporary directory or a volume of its own in the `ceph` fixture's RADOS
+// pool, SharedOptions::store) formatted once and mounted by
 // two FileSystem instances with FsOptions::shared, each with its own engine connection, store
 // object and page cache, as two processes would have them. A mount can be unmounted,
 // remounted, or crashed (CrashForTesting: nothing committed, the session left behind for the
@@ -27,6 +28,7 @@
 #include "fs/fs_test_util.h"
 #include "fs/fsck.h"
 #include "fs/store/dir_store.h"
+#include "fs/store/store_url.h"
 #include "meta/meta_engine.h"
 #include "meta/test_services.h"
 #ifdef FOLIO_TEST_POSTGRES
@@ -96,7 +98,19 @@ inline EngineKind PgKind() {
 }
 #endif
 
+// Where the volume's blocks go.
+enum class SharedStore {
+  kDir,    // a dir: store in the test's temporary directory
+  kRados,  // the `ceph` fixture's pool, under a volume name of the test's own
+};
+
+// Why a test on `store` cannot run here (empty: it can).
+inline std::string SharedStoreSkip(SharedStore store) {
+  return store == SharedStore::kRados ? folio::test::ServiceEnv("ceph").skip : std::string();
+}
+
 struct SharedOptions {
+  SharedStore store = SharedStore::kDir;
   uint64_t block_bytes = 256 << 10;
   uint64_t pack_below_bytes = 64 << 10;
   int64_t deletion_grace_ms = 0;
@@ -116,7 +130,14 @@ class SharedVolume {
   static constexpr int kMounts = 2;
 
   SharedVolume(EngineKind engine, SharedOptions o) : engine_(std::move(engine)), options_(o) {
-    store_path_ = dir_.path() + "/store";
+    if (options_.store == SharedStore::kRados) {
+      // One pool for every test of the fixture: the volume name keeps this one's objects apart.
+      folio::test::ServiceInfo env = folio::test::ServiceEnv("ceph");
+      name_ = fmt::format("sv{:x}", std::hash<std::string>()(dir_.path()));
+      store_url_ = "rados:" + env.Var("CEPH_POOL") + "?conf=" + env.Var("CEPH_CONF") + "&timeout=60";
+    } else {
+      store_url_ = "dir:" + dir_.path() + "/store";
+    }
   }
   ~SharedVolume() {
     for (int m = 0; m < kMounts; ++m) {
@@ -132,13 +153,13 @@ class SharedVolume {
   Status Create() {
     FOLIO_ASSIGN_OR_RETURN(url_, engine_.new_url(dir_.path()));
     FormatOptions f;
-    f.name = "sharedvol";
-    f.store_url = "dir:" + store_path_;
+    f.name = name_;
+    f.store_url = store_url_;
     f.block_bytes = options_.block_bytes;
     f.pack_below_bytes = options_.pack_below_bytes;
     f.deletion_grace_ms = options_.deletion_grace_ms;
     f.session_timeout_ms = options_.session_timeout_ms;
-    FOLIO_RETURN_IF_ERROR(store::FormatDirStore(store_path_, f.name, store::FormatOptions{}));
+    FOLIO_RETURN_IF_ERROR(store::FormatBlockStore(store_url_, f.name, store::FormatOptions{}, nullptr));
     FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<meta::MetaEngine> meta,
                            meta::OpenMetaEngine(url_, MetaOptions()));
     FOLIO_RETURN_IF_ERROR(FormatVolume(meta.get(), f).status());
@@ -151,9 +172,7 @@ class SharedVolume {
   Status Mount(int m, const FsOptions* fs = nullptr) {
     Slot& s = mounts_[m];
     FOLIO_ASSIGN_OR_RETURN(s.meta, meta::OpenMetaEngine(url_, MetaOptions()));
-    store::StoreOptions so;
-    so.prefix = "sharedvol";
-    FOLIO_ASSIGN_OR_RETURN(s.store, store::OpenDirStore(store_path_, so));
+    FOLIO_ASSIGN_OR_RETURN(s.store, OpenStore());
     PageCacheOptions po;
     po.memory_bytes = options_.cache_bytes;
     po.backing = ArenaBacking::k4k;
@@ -185,9 +204,7 @@ class SharedVolume {
   void ExpectFsckClean() {
     Result<std::unique_ptr<meta::MetaEngine>> meta = meta::OpenMetaEngine(url_, MetaOptions());
     ASSERT_TRUE(meta.ok()) << meta.status().ToString();
-    store::StoreOptions so;
-    so.prefix = "sharedvol";
-    Result<std::unique_ptr<store::BlockStore>> st = store::OpenDirStore(store_path_, so);
+    Result<std::unique_ptr<store::BlockStore>> st = OpenStore();
     ASSERT_TRUE(st.ok()) << st.status().ToString();
     Result<FsckReport> r = Fsck(meta->get(), st->get(), FsckOptions{});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -216,6 +233,11 @@ class SharedVolume {
     o.sqlite_synchronous = "normal";
     return o;
   }
+  Result<std::unique_ptr<store::BlockStore>> OpenStore() const {
+    store::StoreOptions so;
+    so.prefix = name_;
+    return store::OpenBlockStore(store_url_, so, nullptr);
+  }
   void Close(int m) {
     Slot& s = mounts_[m];
     s.fs.reset();
@@ -228,7 +250,8 @@ class SharedVolume {
   SharedOptions options_;
   TempDir dir_;
   std::string url_;
-  std::string store_path_;
+  std::string name_ = "sharedvol";  // the volume's name: its objects' prefix in the store
+  std::string store_url_;
   std::array<Slot, kMounts> mounts_;
 };
 
