@@ -12,10 +12,12 @@ TMO=${CEPH_UP_TIMEOUT:-120}
 [ -f "$CONF" ] || { echo "ceph-osd.sh: no cluster in $DIR" >&2; exit 1; }
 unset CEPH_ARGS CEPH_KEYRING
 pid_of() {   # the live ceph-osd -i ID of this cluster, by its command line
-  local p a
+  local p a=()
   read -r p <"$DIR/run/osd.$ID.pid" 2>/dev/null || return 1
   { mapfile -d '' a <"/proc/$p/cmdline"; } 2>/dev/null || return 1
-  [ "${a[0]##*/}" = ceph-osd ] && [[ " ${a[*]} " == *" -c $CONF -i $ID "* ]] && echo "$p"
+  # An exited OSD not reaped yet (a zombie: PID 1 here may reap late) has an empty command line.
+  [ "${#a[@]}" -gt 0 ] && [ "${a[0]##*/}" = ceph-osd ] &&
+    [[ " ${a[*]} " == *" -c $CONF -i $ID "* ]] && echo "$p"
 }
 osd_up() {
   timeout 30 ceph -c "$CONF" --connect-timeout 20 osd dump -f json 2>/dev/null \

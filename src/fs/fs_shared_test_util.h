@@ -111,6 +111,7 @@ inline std::string SharedStoreSkip(SharedStore store) {
 
 struct SharedOptions {
   SharedStore store = SharedStore::kDir;
+  std::string store_url;  // set: this store instead (a pool of a cluster the test started)
   uint64_t block_bytes = 256 << 10;
   uint64_t pack_below_bytes = 64 << 10;
   int64_t deletion_grace_ms = 0;
@@ -130,7 +131,10 @@ class SharedVolume {
   static constexpr int kMounts = 2;
 
   SharedVolume(EngineKind engine, SharedOptions o) : engine_(std::move(engine)), options_(o) {
-    if (options_.store == SharedStore::kRados) {
+    if (!options_.store_url.empty()) {
+      name_ = fmt::format("sv{:x}", std::hash<std::string>()(dir_.path()));
+      store_url_ = options_.store_url;
+    } else if (options_.store == SharedStore::kRados) {
       // One pool for every test of the fixture: the volume name keeps this one's objects apart.
       folio::test::ServiceInfo env = folio::test::ServiceEnv("ceph");
       name_ = fmt::format("sv{:x}", std::hash<std::string>()(dir_.path()));

@@ -42,7 +42,7 @@ inline int Sh(const std::string& cmd) {
 
 inline std::map<std::string, std::string> ReadEnv(const std::string& path) {
   std::ifstream in(path);
-  return test::ReadEnvFile(in);
+  return ::folio::test::ReadEnvFile(in);
 }
 
 // A throwaway server in DIR for one test, stopped and removed at the end.
@@ -53,7 +53,7 @@ class OwnServer {
     const char* root = std::getenv("FOLIO_SERVICES_DIR");
     dir_ = std::string(root != nullptr ? root : "/tmp") + "/fault-" + kind_ + "-" +
            std::to_string(::getpid());
-    scripts_ = test::ServiceScripts();
+    scripts_ = ::folio::test::ServiceScripts();
   }
   // Stops and removes the server; its scripts' log (DIR.log) stays only when the test failed.
   ~OwnServer() {
@@ -102,11 +102,11 @@ class OwnServer {
 
 // Skips the test when the fixture of server `kind` ("redis", "pg") could not start a server
 // (not in CI as root); fails it when the fixture is missing in CI.
-#define FOLIO_SKIP_WITHOUT_SERVER(kind)                        \
-  do {                                                          \
-    const test::ServiceInfo env = test::ServiceEnv(kind);      \
-    if (!env.skip.empty()) GTEST_SKIP() << env.skip;            \
-    ASSERT_TRUE(env.error.empty()) << env.error;                \
+#define FOLIO_SKIP_WITHOUT_SERVER(kind)                                   \
+  do {                                                                     \
+    const ::folio::test::ServiceInfo env = ::folio::test::ServiceEnv(kind); \
+    if (!env.skip.empty()) GTEST_SKIP() << env.skip;                       \
+    ASSERT_TRUE(env.error.empty()) << env.error;                           \
   } while (0)
 
 // Starts `server`, opens an engine on it (log lines dropped) and runs Init; its URL goes to
