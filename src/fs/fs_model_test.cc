@@ -514,21 +514,9 @@ void Model::Remount(bool crash) {
 
 void Model::CheckDir(uint64_t ino) {
   const RNode& dir = nodes_[ino];
-  Result<uint64_t> dh = fs()->OpenDir(Cred::Root(), InodeId{ino});
-  ASSERT_TRUE(dh.ok()) << dh.status().ToString();
-  std::map<std::string, uint64_t> got;
-  uint64_t offset = 0;
-  for (;;) {
-    Result<std::vector<DirEntryOut>> page = fs()->ReadDir(*dh, offset, 7, false);
-    ASSERT_TRUE(page.ok()) << page.status().ToString();
-    if (page->empty()) break;
-    for (const DirEntryOut& e : *page) {
-      if (e.name != "." && e.name != "..") got[e.name] = Raw(e.ino);
-      offset = e.offset;
-    }
-  }
-  ASSERT_TRUE(fs()->ReleaseDir(*dh).ok());
-  ASSERT_EQ(got, dir.kids) << "directory " << ino;
+  Result<std::map<std::string, uint64_t>> got = test::ListDir(fs(), InodeId{ino}, 7);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(*got, dir.kids) << "directory " << ino;
   Result<Attr> a = fs()->GetAttr(InodeId{ino});
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->inode.nlink, dir.nlink) << "directory " << ino;

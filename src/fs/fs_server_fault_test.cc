@@ -1,14 +1,12 @@
 // Folio FS with a server going away mid-workload (labels unit, fs, server): the metadata server
-// (Redis with appendfsync always, or PostgreSQL durable: a server of the test's own, killed as a
-// crash would and started again with its data, meta/server_fault.h), or the only OSD of the
-// RADOS store (a cluster of the test's own, stopped and started again with
-// scripts/services/ceph-osd.sh; bluestore on a sparse file: after a memstore OSD restarted, its
-// placement groups never came back here, reads timed out). Meanwhile a
-// writer on mount A creates files, writes them, fsyncs and closes them. An operation may fail
-// while the server is away (one error, never a crash or a hang), but every file whose fsync
-// returned OK must read back whole afterwards on mount B, and again after both mounts are
-// remounted; nothing half-applied appears (every file B lists is one the writer created, whole
-// or, if its fsync did not return OK, any prefix-consistent version the writer wrote); fsck is
+// (Redis with appendfsync always, or PostgreSQL durable), or the only OSD of the RADOS store
+// (bluestore); each a server of the test's own (meta/server_fault.h), killed as a crash would
+// (the OSD: stopped) and started again with its data. Meanwhile a writer on mount A creates
+// files, writes them, fsyncs and closes them. An operation may fail while the server is away
+// (one error, never a crash or a hang), but every file whose fsync returned OK must read back
+// whole afterwards on mount B, and again after both mounts are remounted; nothing half-applied
+// appears: the root lists only names the writer created, and a file whose last fsync did not
+// return OK is empty or holds exactly one of the contents the writer wrote to it; fsck is
 // clean. The fault timing comes from FOLIO_SEED (printed).
 #include <fcntl.h>
 
@@ -32,37 +30,6 @@ namespace {
 using test::Pattern;
 using test::SharedOptions;
 using test::SharedVolume;
-
-// A Ceph cluster of one bluestore OSD for one test, stopped and removed at the end.
-class OwnCeph {
- public:
-  OwnCeph() {
-    const char* root = std::getenv("FOLIO_SERVICES_DIR");
-    dir_ = std::string(root != nullptr ? root : "/tmp") + "/fault-ceph-" + std::to_string(::getpid());
-    scripts_ = folio::test::ServiceScripts();
-  }
-  ~OwnCeph() {
-    meta::Sh(scripts_ + "/ceph-down.sh " + dir_ + " --purge >/dev/null 2>&1");
-    if (!testing::Test::HasFailure()) std::remove((dir_ + ".log").c_str());
-  }
-  // The store URL of its pool, or "" with the reason in *why.
-  std::string Start(std::string* why) {
-    if (meta::Sh("CEPH_OBJECTSTORE=bluestore CEPH_POOL=test " + scripts_ + "/ceph-up.sh " + dir_ + " >" + dir_ + ".log 2>&1") != 0) {
-      *why = "ceph-up.sh failed (see " + dir_ + ".log)";
-      return "";
-    }
-    std::map<std::string, std::string> env = meta::ReadEnv(dir_ + "/env");
-    return "rados:" + env["CEPH_POOL"] + "?conf=" + env["CEPH_CONF"] + "&timeout=30";
-  }
-  bool StopOsd() { return Osd("stop"); }
-  bool StartOsd() { return Osd("start"); }
-
- private:
-  bool Osd(const std::string& action) {
-    return meta::Sh(scripts_ + "/ceph-osd.sh " + dir_ + " " + action + " 0 >>" + dir_ + ".log 2>&1") == 0;
-  }
-  std::string dir_, scripts_;
-};
 
 // Files the writer made: the content whose fsync returned OK (fsynced), and every content it
 // wrote to each name (what an unsynced file may hold after the fault).
@@ -109,11 +76,18 @@ void Writer(FileSystem* fs, uint64_t seed, std::atomic<bool>* stop, Written* out
   }
 }
 
-// Every fsynced file reads back whole on mount m; every other file the writer made holds one
-// of the contents it wrote (or is empty: created, nothing committed yet).
+// The root on mount m lists only names the writer created; every fsynced file reads back
+// whole; every other file the writer made holds one of the contents it wrote (or is empty:
+// created, nothing committed yet).
 void CheckFiles(SharedVolume* vol, int m, Written* w) {
   FileSystem* fs = vol->fs(m);
   std::lock_guard<std::mutex> lock(w->mu);
+  Result<std::map<std::string, uint64_t>> listed = test::ListDir(fs, kRootInode);
+  ASSERT_TRUE(listed.ok()) << "mount " << m << ": " << listed.status().ToString();
+  for (const auto& [name, ino] : *listed) {
+    EXPECT_TRUE(w->versions.contains(name)) << name << " (inode " << ino << ") on mount " << m
+                                            << " is not a name the writer created";
+  }
   size_t checked = 0;
   for (const auto& [name, versions] : w->versions) {
     Result<Attr> e = fs->Lookup(Cred::Root(), kRootInode, name);
@@ -136,8 +110,8 @@ void CheckFiles(SharedVolume* vol, int m, Written* w) {
     EXPECT_TRUE(known) << name << " on mount " << m << ": " << got->size()
                        << " bytes, none of the contents written to it";
   }
-  std::printf("  mount %d: %zu fsynced files read back whole, %zu files in all\n", m, checked,
-              w->versions.size());
+  std::printf("  mount %d: %zu fsynced files read back whole, %zu listed, %zu files in all\n", m,
+              checked, listed->size(), w->versions.size());
 }
 
 // The fault (`fault` kills or stops the server and starts it again; returns false when it could
@@ -187,41 +161,40 @@ test::EngineKind OwnServerKind(const std::string& name, const std::string& url) 
   return k;
 }
 
-void MetadataServerRestarted(const std::string& kind, const char* label) {
+// A server of kind `kind` of the test's own: the metadata (redis, pg) on a dir: store, or the
+// rados: store (ceph) under SQLite metadata; killed and restarted twice mid-workload.
+void ServerRestarted(const std::string& kind, const char* label) {
   meta::OwnServer server(kind);
   std::string why;
   const std::string url = server.Start(&why);
   ASSERT_FALSE(url.empty()) << why;
-  RunWithFaults(OwnServerKind(kind, url), SharedOptions{}, label,
+  SharedOptions o;
+  test::EngineKind engine = test::SqliteKind();
+  if (kind == "ceph") {
+    o.store_url = url;
+  } else {
+    engine = OwnServerKind(kind, url);
+  }
+  RunWithFaults(std::move(engine), o, label,
                 [&](std::chrono::milliseconds down) { return server.CrashAndRestart(down); });
 }
 
 TEST(FsServerFaultTest, RedisRestartedMidWorkloadLosesNothingFsynced) {
   FOLIO_SKIP_WITHOUT_SERVER("redis");
-  MetadataServerRestarted("redis", "redis killed and restarted twice");
+  ServerRestarted("redis", "redis killed and restarted twice");
 }
 
 #ifdef FOLIO_TEST_POSTGRES
 TEST(FsServerFaultTest, PostgresRestartedMidWorkloadLosesNothingFsynced) {
   FOLIO_SKIP_WITHOUT_SERVER("pg");
-  MetadataServerRestarted("pg", "postgres crashed (immediate stop) and restarted twice");
+  ServerRestarted("pg", "postgres crashed (immediate stop) and restarted twice");
 }
 #endif
 
 #ifdef FOLIO_TEST_RADOS
 TEST(FsServerFaultTest, OsdStoppedAndRestartedMidWorkloadLosesNothingFsynced) {
   FOLIO_SKIP_WITHOUT_SERVER("ceph");
-  OwnCeph ceph;
-  std::string why;
-  SharedOptions o;
-  o.store_url = ceph.Start(&why);
-  ASSERT_FALSE(o.store_url.empty()) << why;
-  RunWithFaults(test::SqliteKind(), o, "the only OSD stopped and started again twice",
-                [&](std::chrono::milliseconds down) {
-                  const bool stopped = ceph.StopOsd();
-                  std::this_thread::sleep_for(down);
-                  return ceph.StartOsd() && stopped;
-                });
+  ServerRestarted("ceph", "the only OSD stopped and started again twice");
 }
 #endif
 

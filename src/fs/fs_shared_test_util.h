@@ -131,13 +131,14 @@ class SharedVolume {
   static constexpr int kMounts = 2;
 
   SharedVolume(EngineKind engine, SharedOptions o) : engine_(std::move(engine)), options_(o) {
-    if (!options_.store_url.empty()) {
+    // A store other tests may share (a pool): the volume name keeps this one's objects apart.
+    if (!options_.store_url.empty() || options_.store == SharedStore::kRados) {
       name_ = fmt::format("sv{:x}", std::hash<std::string>()(dir_.path()));
+    }
+    if (!options_.store_url.empty()) {
       store_url_ = options_.store_url;
     } else if (options_.store == SharedStore::kRados) {
-      // One pool for every test of the fixture: the volume name keeps this one's objects apart.
       folio::test::ServiceInfo env = folio::test::ServiceEnv("ceph");
-      name_ = fmt::format("sv{:x}", std::hash<std::string>()(dir_.path()));
       store_url_ = "rados:" + env.Var("CEPH_POOL") + "?conf=" + env.Var("CEPH_CONF") + "&timeout=60";
     } else {
       store_url_ = "dir:" + dir_.path() + "/store";

@@ -270,6 +270,29 @@ inline Result<std::string> ReadFile(FileSystem* fs, InodeId ino) {
   return out;
 }
 
+// A directory's entries but "." and "..": name -> inode number, read in pages of `page`
+// entries (small pages exercise the resume offsets).
+inline Result<std::map<std::string, uint64_t>> ListDir(FileSystem* fs, InodeId dir,
+                                                       size_t page = 64) {
+  FOLIO_ASSIGN_OR_RETURN(uint64_t dh, fs->OpenDir(Cred::Root(), dir));
+  std::map<std::string, uint64_t> out;
+  uint64_t offset = 0;
+  for (;;) {
+    Result<std::vector<DirEntryOut>> got = fs->ReadDir(dh, offset, page, false);
+    if (!got.ok()) {
+      (void)fs->ReleaseDir(dh);
+      return got.status();
+    }
+    if (got->empty()) break;
+    for (const DirEntryOut& e : *got) {
+      if (e.name != "." && e.name != "..") out[e.name] = Raw(e.ino);
+      offset = e.offset;
+    }
+  }
+  FOLIO_RETURN_IF_ERROR(fs->ReleaseDir(dh));
+  return out;
+}
+
 inline std::string Pattern(size_t len, uint64_t seed) {
   std::string s(len, '\0');
   std::mt19937_64 rng(seed);

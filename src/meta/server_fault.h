@@ -1,8 +1,7 @@
 // Test helpers for lost connections on the server engines (redis_fault_test.cc,
-// pg_fault_test.cc): a Redis
-// (appendfsync always) or PostgreSQL server of the test's own, started with scripts/services
-// in a directory beside the fixture's (FOLIO_SERVICES_DIR), killed as a crash would and started
-// again on its port with its data; and a workload that checks, across such crashes, that every
+// pg_fault_test.cc, fs_server_fault_test.cc): a Redis (appendfsync always), PostgreSQL or Ceph
+// server of the test's own, started with scripts/services in a directory beside the fixture's
+// (FOLIO_SERVICES_DIR), killed as a crash would and started again with its data; and a workload that checks, across such crashes, that every
 // transaction that returned OK is there afterwards, every transaction is there whole or not at
 // all, none is there twice.
 //
@@ -45,10 +44,12 @@ inline std::map<std::string, std::string> ReadEnv(const std::string& path) {
   return ::folio::test::ReadEnvFile(in);
 }
 
-// A throwaway server in DIR for one test, stopped and removed at the end.
+// A throwaway server in DIR for one test, stopped and removed at the end. kind "redis"
+// (appendfsync always), "pg" (durable) or "ceph" (one mon and one bluestore OSD on a sparse
+// file, pool "test": after a memstore OSD restarts, its placement groups never come back here
+// and reads time out).
 class OwnServer {
  public:
-  // kind: "redis" or "pg".
   explicit OwnServer(std::string kind) : kind_(std::move(kind)) {
     const char* root = std::getenv("FOLIO_SERVICES_DIR");
     dir_ = std::string(root != nullptr ? root : "/tmp") + "/fault-" + kind_ + "-" +
@@ -61,26 +62,34 @@ class OwnServer {
     if (!testing::Test::HasFailure()) std::remove((dir_ + ".log").c_str());
   }
 
-  // Starts it; the URL, or "" with the reason in *why.
+  // Starts it; the URL (a metadata URL, or for ceph a rados: store URL whose operations give up
+  // after 30 s), or "" with the reason in *why.
   std::string Start(std::string* why) {
-    const std::string env =
-        kind_ == "redis" ? "REDIS_AOF=1 REDIS_APPENDFSYNC=always " : "PG_DURABLE=1 ";
+    const std::string env = kind_ == "redis" ? "REDIS_AOF=1 REDIS_APPENDFSYNC=always "
+                            : kind_ == "pg"  ? "PG_DURABLE=1 "
+                                             : "CEPH_OBJECTSTORE=bluestore CEPH_POOL=test ";
     if (Sh(env + scripts_ + "/" + kind_ + "-up.sh " + dir_ + " >" + dir_ + ".log 2>&1") != 0) {
       *why = kind_ + "-up.sh failed (see " + dir_ + ".log)";
       return "";
     }
     vars_ = ReadEnv(dir_ + "/env");
+    if (kind_ == "ceph") {
+      return "rados:" + vars_["CEPH_POOL"] + "?conf=" + vars_["CEPH_CONF"] + "&timeout=30";
+    }
     return kind_ == "redis" ? vars_["REDIS_URL"] : vars_["DATABASE_URL"];
   }
-  // Kills the server as a crash would (Redis: SIGKILL; PostgreSQL: immediate shutdown).
+  // Kills the server as a crash would (Redis: SIGKILL; PostgreSQL: immediate shutdown; Ceph:
+  // its only OSD stopped).
   bool Kill() {
     if (kind_ == "redis") return ::kill(std::stoi(vars_["REDIS_PID"]), SIGKILL) == 0;
+    if (kind_ == "ceph") return Osd("stop");
     return Sh("PG_STOP_MODE=immediate " + scripts_ + "/pg-down.sh " + dir_ + " >>" + dir_ +
               ".log 2>&1") == 0;
   }
   // Starts a killed server again on the same port with its data (Redis: its AOF; PostgreSQL:
-  // crash recovery).
+  // crash recovery; Ceph: the OSD started again).
   bool Restart() {
+    if (kind_ == "ceph") return Osd("start");
     const bool ok =
         kind_ == "redis"
             ? Sh("REDIS_AOF=1 REDIS_APPENDFSYNC=always REDIS_PORT=" + vars_["REDIS_PORT"] + " " +
@@ -96,11 +105,15 @@ class OwnServer {
   }
 
  private:
+  bool Osd(const std::string& action) {
+    return Sh(scripts_ + "/ceph-osd.sh " + dir_ + " " + action + " 0 >>" + dir_ + ".log 2>&1") ==
+           0;
+  }
   std::string kind_, dir_, scripts_;
   std::map<std::string, std::string> vars_;
 };
 
-// Skips the test when the fixture of server `kind` ("redis", "pg") could not start a server
+// Skips the test when the fixture of server `kind` ("redis", "pg", "ceph") could not start a server
 // (not in CI as root); fails it when the fixture is missing in CI.
 #define FOLIO_SKIP_WITHOUT_SERVER(kind)                                   \
   do {                                                                     \
