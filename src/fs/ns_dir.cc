@@ -99,11 +99,12 @@ Result<std::vector<DirEntryOut>> FileSystem::ReadDir(uint64_t dh, uint64_t offse
     }
     dir = *d;
     FOLIO_ASSIGN_OR_RETURN(page, t.ListEntries(h->ino, after, want));
-    if (plus) {
-      for (const meta::Entry& e : page) {
-        FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Inode> inode, t.GetInode(e.ino));
-        inodes.push_back(inode.value_or(meta::Inode{}));
-      }
+    if (plus && !page.empty()) {
+      std::vector<InodeId> inos;
+      inos.reserve(page.size());
+      for (const meta::Entry& e : page) inos.push_back(e.ino);
+      FOLIO_ASSIGN_OR_RETURN(std::vector<std::optional<meta::Inode>> got, t.GetInodes(inos));
+      for (std::optional<meta::Inode>& inode : got) inodes.push_back(inode.value_or(meta::Inode{}));
     }
     return Status::OK();
   });

@@ -51,6 +51,46 @@ TEST_P(MetaEngineTest, InodesInsertReplaceDelete) {
   }));
 }
 
+TEST_P(MetaEngineTest, GetInodesInTheOrderAskedSeeingTheTransactionsOwnWrites) {
+  ASSERT_OK(Write([&](Txn& t) -> Status {
+    for (uint64_t ino : {5, 3, 9}) FOLIO_RETURN_IF_ERROR(t.PutInode(TestInode(ino)));
+    return Status::OK();
+  }));
+  ASSERT_OK(Read([&](Txn& t) -> Status {
+    const std::vector<InodeId> asked{InodeId{9}, InodeId{4}, InodeId{3}, InodeId{9}, InodeId{5}};
+    FOLIO_ASSIGN_OR_RETURN(auto got, t.GetInodes(asked));
+    EXPECT_EQ(got.size(), asked.size());
+    for (size_t i = 0; i < asked.size() && i < got.size(); ++i) {
+      if (Raw(asked[i]) == 4) {
+        EXPECT_FALSE(got[i].has_value()) << "absent inode 4 at " << i;
+      } else {
+        EXPECT_TRUE(got[i].has_value() && *got[i] == TestInode(Raw(asked[i]))) << "at " << i;
+      }
+    }
+    FOLIO_ASSIGN_OR_RETURN(auto none, t.GetInodes(std::span<const InodeId>()));
+    EXPECT_TRUE(none.empty());
+    return Status::OK();
+  }));
+  // Inside a write transaction, its own changes (Redis buffers them until EXEC).
+  Inode changed = TestInode(3);
+  changed.mode = 0700;
+  ASSERT_OK(Write([&](Txn& t) -> Status {
+    FOLIO_RETURN_IF_ERROR(t.PutInode(changed));
+    FOLIO_RETURN_IF_ERROR(t.DeleteInode(InodeId{5}));
+    FOLIO_RETURN_IF_ERROR(t.PutInode(TestInode(4)));
+    const std::vector<InodeId> asked{InodeId{3}, InodeId{4}, InodeId{5}, InodeId{9}};
+    FOLIO_ASSIGN_OR_RETURN(auto got, t.GetInodes(asked));
+    EXPECT_EQ(got.size(), 4u);
+    if (got.size() == 4) {
+      EXPECT_TRUE(got[0] && *got[0] == changed);
+      EXPECT_TRUE(got[1] && *got[1] == TestInode(4));
+      EXPECT_FALSE(got[2].has_value());
+      EXPECT_TRUE(got[3] && *got[3] == TestInode(9));
+    }
+    return Status::OK();
+  }));
+}
+
 TEST_P(MetaEngineTest, ListInodesAscendingAndPaged) {
   ASSERT_OK(Write([&](Txn& t) -> Status {
     for (uint64_t ino : {7, 3, 100, 5, 42, 2}) FOLIO_RETURN_IF_ERROR(t.PutInode(TestInode(ino)));

@@ -49,6 +49,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -66,6 +67,17 @@ class Txn {
 
   // Inodes.
   virtual Result<std::optional<Inode>> GetInode(InodeId ino) = 0;
+  // Several inodes, in the order asked (nullopt where absent): one round trip on the server
+  // engines (readdir with attributes); by default one GetInode each.
+  virtual Result<std::vector<std::optional<Inode>>> GetInodes(std::span<const InodeId> inos) {
+    std::vector<std::optional<Inode>> out;
+    out.reserve(inos.size());
+    for (InodeId ino : inos) {
+      FOLIO_ASSIGN_OR_RETURN(std::optional<Inode> n, GetInode(ino));
+      out.push_back(std::move(n));
+    }
+    return out;
+  }
   virtual Status PutInode(const Inode& inode) = 0;  // insert or replace
   virtual Status DeleteInode(InodeId ino) = 0;      // no-op when absent
   // Inodes with id > after, ascending, at most limit (fsck / gc scans).

@@ -13,6 +13,7 @@
 #include "meta/pg_conn.h"
 #include "meta/pg_schema.h"
 #include "meta/pg_txn.h"
+#include "meta/scratch.h"
 #include "meta/server_util.h"
 
 namespace folio::meta {
@@ -361,6 +362,26 @@ Result<std::unique_ptr<MetaEngine>> OpenPgEngine(std::string_view url,
   auto engine = std::make_unique<PgEngine>(WithConnectTimeout(url), PgDisplayUrl(url), options);
   FOLIO_RETURN_IF_ERROR(engine->Start());
   return std::unique_ptr<MetaEngine>(std::move(engine));
+}
+
+namespace {
+
+Status SchemaDdl(std::string_view url, const std::string& sql) {
+  FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<PgConn> conn,
+                         PgConn::Open(WithConnectTimeout(url), PgDisplayUrl(url)));
+  return conn->Simple(sql).status();
+}
+
+}  // namespace
+
+Status CreatePgSchema(std::string_view url, std::string_view schema) {
+  return SchemaDdl(url, fmt::format("CREATE SCHEMA {}", schema));
+}
+
+Status DropPgSchema(std::string_view url, std::string_view schema) {
+  // Without the NOTICE listing every table the cascade drops.
+  return SchemaDdl(url, fmt::format("SET client_min_messages = warning; DROP SCHEMA IF EXISTS {} "
+                                    "CASCADE", schema));
 }
 
 }  // namespace folio::meta

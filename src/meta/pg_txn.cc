@@ -1,6 +1,8 @@
 // PgTxn, part 1: inodes, entries, symlinks, xattrs, chunks, slice refs, counters.
 #include <fmt/format.h>
 
+#include <map>
+
 #include "meta/pg_txn.h"
 
 namespace folio::meta {
@@ -80,6 +82,30 @@ Result<std::optional<Inode>> PgTxn::GetInode(InodeId ino) {
   std::optional<Inode> n = ReadInode(r, 0);
   if (!n) return BadRow(fmt::format("inode {}: a column is out of range", Raw(ino)));
   return n;
+}
+
+Result<std::vector<std::optional<Inode>>> PgTxn::GetInodes(std::span<const InodeId> inos) {
+  std::vector<std::optional<Inode>> out(inos.size());
+  if (inos.empty()) return out;
+  // One statement for all: the ids as a bigint[] literal (bit for bit, as P::U).
+  std::string ids = "{";
+  for (size_t i = 0; i < inos.size(); ++i) {
+    ids += fmt::format("{}{}", i ? "," : "", static_cast<int64_t>(Raw(inos[i])));
+  }
+  ids += "}";
+  FOLIO_ASSIGN_OR_RETURN(
+      PgRows r, conn_.Exec(fmt::format("SELECT {} FROM inodes WHERE ino = ANY($1::text::bigint[])",
+                                       kInodeColumns),
+                           {P::T(ids)}));
+  std::map<uint64_t, size_t> row_of;
+  for (int i = 0; i < r.size(); ++i) row_of[r.U64(i, 0)] = static_cast<size_t>(i);
+  for (size_t i = 0; i < inos.size(); ++i) {
+    auto it = row_of.find(Raw(inos[i]));
+    if (it == row_of.end()) continue;
+    out[i] = ReadInode(r, static_cast<int>(it->second));
+    if (!out[i]) return BadRow(fmt::format("inode {}: a column is out of range", Raw(inos[i])));
+  }
+  return out;
 }
 
 Status PgTxn::PutInode(const Inode& n) {

@@ -22,6 +22,7 @@ class PgTxn final : public Txn {
   PgTxn(PgConn& conn, TxnMode mode) : conn_(conn), mode_(mode) {}
 
   Result<std::optional<Inode>> GetInode(InodeId ino) override;
+  Result<std::vector<std::optional<Inode>>> GetInodes(std::span<const InodeId> inos) override;
   Status PutInode(const Inode& inode) override;
   Status DeleteInode(InodeId ino) override;
   Result<std::vector<Inode>> ListInodes(InodeId after, size_t limit) override;

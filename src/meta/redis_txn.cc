@@ -126,6 +126,23 @@ Result<std::optional<Inode>> RedisTxn::GetInode(InodeId ino) {
   return n;
 }
 
+Result<std::vector<std::optional<Inode>>> RedisTxn::GetInodes(std::span<const InodeId> inos) {
+  std::vector<std::string> keys;
+  keys.reserve(inos.size());
+  for (InodeId ino : inos) keys.push_back(k_.Inode(ino));
+  FOLIO_ASSIGN_OR_RETURN(auto values, kv_.MGet(keys));
+  std::vector<std::optional<Inode>> out(inos.size());
+  for (size_t i = 0; i < inos.size(); ++i) {
+    if (!values[i]) continue;
+    out[i] = DecodeInode(inos[i], *values[i]);
+    if (!out[i]) {
+      return Bad(keys[i], fmt::format("inode {}: a record of {} bytes that does not decode",
+                                      Raw(inos[i]), values[i]->size()));
+    }
+  }
+  return out;
+}
+
 Status RedisTxn::PutInode(const Inode& n) {
   if (Raw(n.ino) == 0 || !ValidFileType(static_cast<uint8_t>(n.type))) {
     return Status::InvalidArgument(fmt::format("{}: PutInode: inode {} of type {}", url_,

@@ -68,6 +68,7 @@ class RedisTxn final : public Txn {
       : kv_(kv), k_(keys), mode_(mode), url_(url), conn_(conn) {}
 
   Result<std::optional<Inode>> GetInode(InodeId ino) override;
+  Result<std::vector<std::optional<Inode>>> GetInodes(std::span<const InodeId> inos) override;
   Status PutInode(const Inode& inode) override;
   Status DeleteInode(InodeId ino) override;
   Result<std::vector<Inode>> ListInodes(InodeId after, size_t limit) override;

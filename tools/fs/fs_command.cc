@@ -18,6 +18,7 @@
 #include "base/units.h"
 #include "cli/cli_util.h"
 #include "fs/fs_bench.h"
+#include "fs/fs_bench_engines.h"
 #include "fs/fs_cli.h"
 #include "fs/store/store_url.h"
 #include "fuse/mount_point.h"
@@ -52,7 +53,11 @@ struct FsArgs {
   std::string safety_window = "1h";
   // bench
   std::string bench_dir;
-  std::string store;
+  std::vector<std::string> stores;  // --store (repeatable with --meta)
+  std::vector<std::string> metas;   // --meta: the engine bench (fs_bench_engines.h)
+  uint32_t ops = 1000;
+  std::string seq_size = "128M";
+  int rados_seconds = 5;
   std::string bench_cache = "512M";
   double runtime_s = 1;
   uint32_t md_files = 10000;
@@ -258,6 +263,9 @@ void ApplyQuick(CLI::App* bench, FsArgs* a) {
   if (bench->count("--runtime") == 0) a->runtime_s = 0.5;
   if (bench->count("--md-files") == 0) a->md_files = 200;
   if (bench->count("--small-files") == 0) a->small_files = 200;
+  if (bench->count("--ops") == 0) a->ops = 100;
+  if (bench->count("--seq-size") == 0) a->seq_size = "16M";
+  if (bench->count("--rados-seconds") == 0) a->rados_seconds = 2;
 }
 
 Status BuildBench(const FsArgs& a, FsBenchConfig* c) {
@@ -289,15 +297,22 @@ Status BuildBench(const FsArgs& a, FsBenchConfig* c) {
   }
   c->repeat = a.repeat;
   c->quick = a.quick;
-  if (!a.store.empty()) {
-    Result<store::StoreUrl> u = store::ParseStoreUrl(a.store);
+  if (a.stores.size() > 1) {
+    return Status::InvalidArgument("--store given " + std::to_string(a.stores.size()) +
+                                   " times: several stores are for the engine bench (--meta); "
+                                   "this bench takes one dev:SPEC");
+  }
+  if (!a.stores.empty()) {
+    const std::string& store = a.stores[0];
+    Result<store::StoreUrl> u = store::ParseStoreUrl(store);
     if (!u.ok()) return Status::InvalidArgument("--store " + std::string(u.status().message()));
     if (u->kind != store::StoreUrl::Kind::kDev) {
-      return Status::InvalidArgument("--store " + a.store + ": give dev:SPEC (e.g. "
+      return Status::InvalidArgument("--store " + store + ": give dev:SPEC (e.g. "
                                      "dev:file:/tmp/x.img); the default is a dir: store in the "
-                                     "temp directory");
+                                     "temp directory (rados: stores are for --meta's engine "
+                                     "bench)");
     }
-    c->store = a.store;
+    c->store = store;
   }
   if (FsBenchNeededBytes(*c) > kFsBenchMaxBytes) {
     return Status::InvalidArgument("--cache " + a.bench_cache + ": the bench would need " +
@@ -350,7 +365,58 @@ Status BuildBench(const FsArgs& a, FsBenchConfig* c) {
   return Status::OK();
 }
 
-int RunBenchCommand(const FsArgs& a) {
+// The engine bench (--meta): its flags, and none of the FUSE bench's.
+Status BuildEngineBench(CLI::App* bench, const FsArgs& a, FsEngineBenchConfig* c) {
+  for (const char* flag : {"--runtime", "--md-files", "--repeat", "--plot", "--passthrough-ll",
+                           "--phases", "--mount-binary"}) {
+    if (bench->count(flag) > 0) {
+      return Status::InvalidArgument(std::string(flag) +
+                                     ": a flag of the FUSE bench; leave it out with --meta (the "
+                                     "engine bench takes --store, --ops, --small-files, "
+                                     "--seq-size, --rados-seconds, --cache)");
+    }
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  c->dir = !a.bench_dir.empty() ? a.bench_dir : tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  FOLIO_RETURN_IF_ERROR(CheckDirectoryFlag("--dir", c->dir, "$TMPDIR or /tmp"));
+  c->metas = a.metas;
+  c->stores = a.stores;
+  if (a.ops < 10 || a.ops > 1000000) {
+    return Status::InvalidArgument("--ops " + std::to_string(a.ops) + ": give 10 to 1000000 calls");
+  }
+  c->ops = a.ops;
+  if (a.small_files < 10 || a.small_files > 100000) {
+    return Status::InvalidArgument("--small-files " + std::to_string(a.small_files) +
+                                   ": give 10 to 100000 files");
+  }
+  c->small_files = bench->count("--small-files") > 0 || a.quick ? a.small_files : 1000;
+  FOLIO_ASSIGN_OR_RETURN(c->seq_bytes, SizeFlag(a.seq_size, "--seq-size", "128M or 1G"));
+  if (c->seq_bytes < (1ull << 20) || c->seq_bytes > (4ull << 30) || c->seq_bytes % (1 << 20)) {
+    return Status::InvalidArgument("--seq-size " + a.seq_size +
+                                   ": give a whole number of MiB from 1M to 4G");
+  }
+  if (a.rados_seconds < 1 || a.rados_seconds > 600) {
+    return Status::InvalidArgument("--rados-seconds " + std::to_string(a.rados_seconds) +
+                                   ": give 1 to 600");
+  }
+  c->rados_seconds = a.rados_seconds;
+  const std::string cache = bench->count("--cache") > 0 || a.quick ? a.bench_cache : "256M";
+  FOLIO_ASSIGN_OR_RETURN(c->cache_bytes, SizeFlag(cache, "--cache", "256M or 1G"));
+  if (c->cache_bytes < (32ull << 20) || c->cache_bytes % (1 << 20) != 0) {
+    return Status::InvalidArgument("--cache " + cache +
+                                   ": use a whole number of MiB, at least 32M (e.g. 256M)");
+  }
+  c->json = a.json;
+  return Status::OK();
+}
+
+int RunBenchCommand(CLI::App* bench, const FsArgs& a) {
+  if (!a.metas.empty()) {
+    FsEngineBenchConfig c;
+    Status s = BuildEngineBench(bench, a, &c);
+    if (!s.ok()) return ExitWithStatus("folio fs bench", s);
+    return RunFsEngineBench(c);
+  }
   FsBenchConfig c;
   c.json = a.json;
   Status s = BuildBench(a, &c);
@@ -442,8 +508,24 @@ Command AddFsCommand(CLI::App& root) {
                "small files with packing on and off), with ratios and the issue's targets");
   bench->add_option("--dir", a->bench_dir, "Where the temp directory goes (default $TMPDIR or "
                                            "/tmp; on the disk under test)");
-  bench->add_option("--store", a->store, "Folio's block store: dev:SPEC (default: a dir: store "
-                                         "in the temp directory)");
+  bench->add_option("--store", a->stores, "Folio's block store: dev:SPEC (default: a dir: store "
+                                          "in the temp directory); with --meta, repeatable: dir "
+                                          "or rados:POOL?conf=PATH");
+  bench->add_option("--meta", a->metas,
+                    "The engine bench instead (repeatable): per-op metadata latency, small files "
+                    "and 1 MiB sequential I/O of Folio FS in-process on each engine (sqlite, "
+                    "redis://HOST:PORT[/DB], postgres://USER@HOST:PORT/DB) and store, beside "
+                    "JuiceFS's published figures and `rados bench`; a key prefix / schema of its "
+                    "own on each server, removed afterwards");
+  bench->add_option("--ops", a->ops, "With --meta: calls per metadata op (each op also stops "
+                                     "after 10 s)")
+      ->default_str("1000");
+  bench->add_option("--seq-size", a->seq_size, "With --meta: bytes of the 1 MiB sequential "
+                                               "write and read")
+      ->default_str("128M");
+  bench->add_option("--rados-seconds", a->rados_seconds,
+                    "With --meta and a rados: store: seconds of each `rados bench` mode")
+      ->default_str("5");
   bench->add_option("--cache", a->bench_cache, "Folio's --cache and the kernel's memory cgroup "
                                                "limit; the data files are cache/2 and 2 x cache")
       ->default_str("512M");
@@ -474,7 +556,7 @@ Command AddFsCommand(CLI::App& root) {
   auto run = [a, format, mount, umount, status, fsck, gc, bench]() {
     if (bench->parsed()) {
       ApplyQuick(bench, a.get());
-      return RunBenchCommand(*a);
+      return RunBenchCommand(bench, *a);
     }
     if (format->parsed()) return RunFormat(*a);
     if (mount->parsed()) return RunMount(*a);

@@ -90,30 +90,12 @@ uint64_t Drive(BlockStore& store, bool put, uint32_t depth, int seconds, uint64_
   return ok;
 }
 
+// rados bench's MiB/s, or 0 after saying why on stderr.
 double RadosBench(const RadosUrl& u, const std::string& mode, const Args& a,
                   const std::string& run) {
-  const std::string cmd = fmt::format(
-      "rados -c '{}' --id '{}' -p '{}' bench {} {} -t {} {} --run-name {} 2>&1", u.conf, u.user,
-      u.pool, a.seconds, mode, a.depth,
-      mode == "write" ? fmt::format("-b 1048576 --max-objects {} --no-cleanup", a.max_objects)
-                      : std::string(),
-      run);
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return 0;
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  ::pclose(p);
-  // rados bench's "MB" are MiB (bytes / 1048576).
-  const std::string label = "Bandwidth (MB/sec):";
-  const size_t at = out.find(label);
-  if (at != std::string::npos) {
-    char* end = nullptr;
-    const double mib_s = std::strtod(out.c_str() + at + label.size(), &end);
-    if (end != out.c_str() + at + label.size()) return mib_s;
-  }
-  std::fprintf(stderr, "rados_bench: no bandwidth in `%s` output:\n%s\n", cmd.c_str(), out.c_str());
+  Result<double> mib_s = RadosBenchMiBs(u, mode, a.seconds, a.depth, a.max_objects, run);
+  if (mib_s.ok()) return *mib_s;
+  std::fprintf(stderr, "rados_bench: %s\n", std::string(mib_s.status().message()).c_str());
   return 0;
 }
 
@@ -145,8 +127,8 @@ int Run(const Args& a) {
     undeleted += (*store)->Delete(ObjectKey::Block(1 + i, 0, kObjectBytes)).ok() ? 0 : 1;
   }
   (*store)->Close();
-  std::system(fmt::format("rados -c '{}' --id '{}' -p '{}' rm {}/store.json >/dev/null 2>&1",
-                          parsed->conf, parsed->user, parsed->pool, prefix).c_str());
+  std::string out;
+  RunRadosCommand(*parsed, "rm " + prefix + "/store.json", &out);
   if (undeleted > 0) {
     std::fprintf(stderr, "rados_bench: %llu of its objects could not be deleted (names %s/...)\n",
                  static_cast<unsigned long long>(undeleted), prefix.c_str());
@@ -154,8 +136,7 @@ int Run(const Args& a) {
   const std::string run = prefix;
   const double rb_write = RadosBench(*parsed, "write", a, run);
   const double rb_seq = RadosBench(*parsed, "seq", a, run);
-  std::system(fmt::format("rados -c '{}' --id '{}' -p '{}' cleanup --run-name {} >/dev/null 2>&1",
-                          parsed->conf, parsed->user, parsed->pool, run).c_str());
+  RunRadosCommand(*parsed, "cleanup --run-name " + run, &out);
   if (a.json) {
     std::printf("{\"depth\":%u,\"seconds\":%d,\"folio_put_mib_s\":%.1f,\"folio_get_mib_s\":%.1f,"
                 "\"rados_bench_write_mib_s\":%.1f,\"rados_bench_seq_mib_s\":%.1f}\n",

@@ -1,7 +1,12 @@
-// ParseRadosUrl (rados_store.h): built with or without librados (FOLIO_RADOS).
+// ParseRadosUrl and the `rados` command runner (rados_store.h): built with or without
+// librados (FOLIO_RADOS).
 #include <fmt/format.h>
 
+#include <sys/wait.h>
+
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 
 #include "fs/store/rados_store.h"
 
@@ -42,6 +47,41 @@ Result<RadosUrl> ParseRadosUrl(std::string_view url) {
     }
   }
   return u;
+}
+
+int RunRadosCommand(const RadosUrl& url, std::string_view args, std::string* out) {
+  const std::string cmd = fmt::format("rados -c '{}' --id '{}' -p '{}' {} 2>&1", url.conf,
+                                      url.user, url.pool, args);
+  out->clear();
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
+  const int rc = ::pclose(p);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+Result<double> RadosBenchMiBs(const RadosUrl& url, std::string_view mode, int seconds,
+                              uint32_t depth, uint64_t max_objects, std::string_view run) {
+  const std::string args = fmt::format(
+      "bench {} {} -t {} {} --run-name {}", seconds, mode, depth,
+      mode == "write" ? fmt::format("-b 1048576 --max-objects {} --no-cleanup", max_objects)
+                      : std::string(),
+      run);
+  std::string out;
+  RunRadosCommand(url, args, &out);
+  const std::string label = "Bandwidth (MB/sec):";
+  const size_t at = out.find(label);
+  if (at != std::string::npos) {
+    char* end = nullptr;
+    const double mib_s = std::strtod(out.c_str() + at + label.size(), &end);
+    if (end != out.c_str() + at + label.size()) return mib_s;
+  }
+  std::string last = out.substr(0, out.find_last_not_of('\n') + 1);
+  last = last.substr(last.find_last_of('\n') + 1);
+  return Status::IOError(fmt::format("`rados -p {} {}` printed no bandwidth: {}", url.pool, args,
+                                     last.empty() ? "no output" : last));
 }
 
 }  // namespace folio::store
