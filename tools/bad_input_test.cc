@@ -155,6 +155,23 @@ TEST_F(BadInputTest, FsBenchFlags) {
   ExpectUsageError(bench({"--mount-binary", absent_}),
                    {"--mount-binary " + absent_, "not an executable"});
   ExpectUsageError({"fs", "bench", "--dir", dir_ + "/absent"}, {"--dir " + dir_ + "/absent"});
+  // The engine bench (--meta): its own flags, and none of the FUSE bench's.
+  ExpectUsageError(bench({"--meta", "sqlite", "--phases", "md"}),
+                   {"--phases", "a flag of the FUSE bench", "leave it out with --meta"});
+  ExpectUsageError(bench({"--meta", "sqlite", "--store", "dev:file:/tmp/x.img"}),
+                   {"--store dev:file:/tmp/x.img", "use dir or rados:POOL"});
+  ExpectUsageError(bench({"--meta", "sqlite", "--store", "rados:"}), {"rados:"});
+  ExpectUsageError(bench({"--meta", "sqlite", "--ops", "5"}), {"--ops 5", "10 to 1000000"});
+  ExpectUsageError(bench({"--meta", "sqlite", "--seq-size", "1000"}), {"--seq-size 1000"});
+  ExpectUsageError(bench({"--meta", "sqlite", "--rados-seconds", "0"}),
+                   {"--rados-seconds 0", "1 to 600"});
+  ExpectUsageError(bench({"--store", "dir", "--store", "dir"}),
+                   {"--store given 2 times", "--meta"});
+  ExpectUsageError(bench({"--meta", "mysql://x"}), {"--meta mysql://x", "give sqlite", "redis://"});
+  ExpectUsageError(bench({"--meta", "redis://127.0.0.1:1/0?prefix=mine"}),
+                   {"names a key prefix", "without ?prefix="});
+  // A server that is down: one line naming it, exit 1, nothing left behind.
+  ExpectRuntimeError(bench({"--meta", "redis://127.0.0.1:1/0"}), {"127.0.0.1:1"});
   EXPECT_TRUE(std::filesystem::is_empty(d));
 }
 

@@ -379,6 +379,17 @@ Status BuildEngineBench(CLI::App* bench, const FsArgs& a, FsEngineBenchConfig* c
   const char* tmp = std::getenv("TMPDIR");
   c->dir = !a.bench_dir.empty() ? a.bench_dir : tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
   FOLIO_RETURN_IF_ERROR(CheckDirectoryFlag("--dir", c->dir, "$TMPDIR or /tmp"));
+  for (const std::string& m : a.metas) {
+    if (m != "sqlite" && !m.starts_with("redis://") && !m.starts_with("postgres://") &&
+        !m.starts_with("postgresql://")) {
+      // Not the rest of a URL that may hold a password.
+      const std::string shown =
+          m.find('@') == std::string::npos ? m : m.substr(0, m.find(':')) + ":...";
+      return Status::InvalidArgument("--meta " + shown +
+                                     ": give sqlite (a database in the temp directory), "
+                                     "redis://HOST:PORT[/DB] or postgres://USER@HOST:PORT/DB");
+    }
+  }
   c->metas = a.metas;
   c->stores = a.stores;
   if (a.ops < 10 || a.ops > 1000000) {
