@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/clock.h"
 #include "fs/data_path.h"
 #include "fs/file_data.h"
 #include "fs/file_system.h"
@@ -34,6 +35,21 @@ Result<std::shared_ptr<OpenFile>> FileSystem::HandleOf(uint64_t fh) const {
   auto it = files_.find(fh);
   if (it == files_.end()) return Errno(EBADF, "file handle " + std::to_string(fh));
   return it->second;
+}
+
+Result<std::shared_ptr<OpenFile>> FileSystem::IoHandleOf(uint64_t fh) {
+  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, HandleOf(fh));
+  if (f->held_locks.load(std::memory_order_acquire) && !f->locks_lost.load()) {
+    const uint64_t stale_ns = static_cast<uint64_t>(format_.session_timeout_ms) * 1000000 / 2;
+    if (MonotonicNowNs() - last_beat_ns_.load() > stale_ns) (void)BeatSession();
+  }
+  if (f->locks_lost.load(std::memory_order_acquire)) {
+    return Errno(EIO, "file handle " + std::to_string(fh) + " of " + InodeText(f->ino) +
+                          ": the locks taken through it were lost (this mount's session was "
+                          "cleaned by another mount while it was paused past the session "
+                          "timeout); close and reopen the file");
+  }
+  return f;
 }
 
 Result<FileSystem::Opened> FileSystem::OpenInode(const Cred& cred, const meta::Inode& inode,
@@ -121,7 +137,7 @@ Result<FileSystem::Opened> FileSystem::Create(const Cred& cred, InodeId parent,
 }
 
 Result<size_t> FileSystem::Read(uint64_t fh, uint64_t pos, std::span<char> out) {
-  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, HandleOf(fh));
+  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, IoHandleOf(fh));
   if (!f->readable()) return Errno(EBADF, "read on a write-only handle");
   FOLIO_ASSIGN_OR_RETURN(size_t n, f->data->Read(pos, out));
   FsCounters::Add(counters_->read_bytes, n);
@@ -138,7 +154,7 @@ Result<size_t> FileSystem::WriteCached(uint64_t fh, uint64_t pos, std::span<cons
 
 Result<size_t> FileSystem::WriteAt(uint64_t fh, uint64_t pos, std::span<const char> in,
                                    bool cached) {
-  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, HandleOf(fh));
+  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, IoHandleOf(fh));
   if (!f->writable()) return Errno(EBADF, "write on a read-only handle");
   const bool append = (f->flags & O_APPEND) != 0 && !f->kernel_cache && !cached;
   FOLIO_ASSIGN_OR_RETURN(size_t n, f->data->Write(pos, in, append, f->cred));
@@ -174,7 +190,7 @@ Status FileSystem::Release(uint64_t fh) {
 
 Status FileSystem::Fsync(uint64_t fh, bool datasync) {
   (void)datasync;  // the data commit carries the attributes too: both are the same here
-  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, HandleOf(fh));
+  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, IoHandleOf(fh));
   FOLIO_RETURN_IF_ERROR(f->data->Sync(SyncMode::kDurable));
   // The file's creation, renames and attributes, and everything committed before them.
   return meta_->Sync();
@@ -182,7 +198,7 @@ Status FileSystem::Fsync(uint64_t fh, bool datasync) {
 
 Status FileSystem::Fallocate(uint64_t fh, int mode, uint64_t pos, uint64_t len) {
   FOLIO_RETURN_IF_ERROR(CheckWritable());
-  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, HandleOf(fh));
+  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, IoHandleOf(fh));
   if (!f->writable()) return Errno(EBADF, "fallocate on a read-only handle");
   return f->data->Fallocate(mode, pos, len, f->cred);
 }
@@ -195,8 +211,8 @@ Result<uint64_t> FileSystem::Lseek(uint64_t fh, uint64_t pos, Whence whence) {
 Result<uint64_t> FileSystem::CopyFileRange(uint64_t fh_in, uint64_t pos_in, uint64_t fh_out,
                                            uint64_t pos_out, uint64_t len) {
   FOLIO_RETURN_IF_ERROR(CheckWritable());
-  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> in, HandleOf(fh_in));
-  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> out, HandleOf(fh_out));
+  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> in, IoHandleOf(fh_in));
+  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> out, IoHandleOf(fh_out));
   if (!in->readable() || !out->writable()) return Errno(EBADF, "copy_file_range handles");
   if ((out->flags & O_APPEND) != 0) return Errno(EBADF, "copy_file_range to an O_APPEND handle");
   if (in->ino == out->ino && pos_in < pos_out + len && pos_out < pos_in + len) {

@@ -88,9 +88,8 @@ Status FileSystem::RunMaintenance() {
   const uint64_t now = MonotonicNowNs();
   const uint64_t beat_ns = static_cast<uint64_t>(std::min<int64_t>(10000, format_.session_timeout_ms / 4)) * 1000000;
   if (now - bg_->last_heartbeat_ns >= beat_ns) {
-    first = session_->Heartbeat();
+    first = BeatSession();
     bg_->last_heartbeat_ns = now;
-    if (first.code() == StatusCode::kDataLoss) (void)data_->RestoreOpenRecords();
   }
   if (bg_->passes++ % 10 == 0) {
     Result<int> cleaned = session_->CleanDead();
@@ -104,6 +103,19 @@ Status FileSystem::RunMaintenance() {
     bg_->last_meta_sync_ns = now;
   }
   return first;
+}
+
+Status FileSystem::BeatSession() {
+  std::lock_guard<std::mutex> lock(beat_mu_);
+  Status s = session_->Heartbeat();
+  if (s.ok() || s.code() == StatusCode::kDataLoss) last_beat_ns_.store(MonotonicNowNs());
+  if (s.code() != StatusCode::kDataLoss) return s;
+  (void)data_->RestoreOpenRecords();
+  std::lock_guard<std::mutex> handles(handles_mu_);
+  for (auto& [fh, f] : files_) {
+    if (f->held_locks.load(std::memory_order_acquire)) f->locks_lost.store(true);
+  }
+  return s;
 }
 
 Status FileSystem::SyncAll() {

@@ -302,6 +302,14 @@ class FileSystem {
   uint64_t SparseBlocks512(const meta::Inode& inode) const;
   Status CheckWritable() const;
   Result<std::shared_ptr<OpenFile>> HandleOf(uint64_t fh) const;
+  // HandleOf for I/O and new locks: EIO on a handle whose locks were lost. A handle that took
+  // locks beats the session first when the last beat is older than half the session timeout
+  // (this mount may have been paused), so a loss is seen before the I/O, not after.
+  Result<std::shared_ptr<OpenFile>> IoHandleOf(uint64_t fh);
+  // Beats the session. On DataLoss (another mount cleaned it as dead) it is registered again,
+  // the open files are recorded again, and every handle that took locks is marked as having
+  // lost them.
+  Status BeatSession();
   // Write (cached: WriteCached).
   Result<size_t> WriteAt(uint64_t fh, uint64_t pos, std::span<const char> in, bool cached);
 
@@ -325,6 +333,8 @@ class FileSystem {
   std::unordered_map<uint64_t, std::shared_ptr<OpenFile>> files_;   // GUARDED_BY(handles_mu_)
   std::unordered_map<uint64_t, std::shared_ptr<DirHandle>> dirs_;   // GUARDED_BY(handles_mu_)
 
+  std::mutex beat_mu_;                     // serializes BeatSession
+  std::atomic<uint64_t> last_beat_ns_{0};  // monotonic time of the last beat that reached it
   std::atomic<bool> unmounted_{false};
   std::atomic<bool> kernel_writeback_cache_{false};
 };

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <memory>
@@ -80,6 +81,11 @@ struct OpenFile {
   std::mutex mu;
   bool took_flock = false;   // GUARDED_BY(mu)
   uint64_t flock_owner = 0;  // GUARDED_BY(mu)
+  // A flock or POSIX lock was granted through this handle since it was opened.
+  std::atomic<bool> held_locks{false};
+  // This mount's session was cleaned by another mount (paused past the session timeout) while
+  // the handle held locks: they are gone, so its I/O fails with EIO until it is closed.
+  std::atomic<bool> locks_lost{false};
   // The kernel's writeback cache places this handle's writes and reads through it
   // (FileSystem::SetKernelWritebackCache): O_APPEND does not move them, O_WRONLY does not
   // forbid reads.

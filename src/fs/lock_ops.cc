@@ -36,7 +36,8 @@ Status RetryLock(bool wait, const std::function<bool()>& interrupted,
 
 Status FileSystem::Flock(uint64_t fh, uint64_t owner, meta::LockType type, bool wait,
                          const std::function<bool()>& interrupted) {
-  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, HandleOf(fh));
+  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f,
+                         type == meta::LockType::kUnlock ? HandleOf(fh) : IoHandleOf(fh));
   const meta::SessionId me = session_->id();
   const InodeId ino = f->ino;
   Status s = RetryLock(wait, interrupted, [&]() -> Status {
@@ -57,6 +58,7 @@ Status FileSystem::Flock(uint64_t fh, uint64_t owner, meta::LockType type, bool 
     std::lock_guard<std::mutex> lock(f->mu);
     f->took_flock = type != meta::LockType::kUnlock;
     f->flock_owner = owner;
+    if (f->took_flock) f->held_locks.store(true, std::memory_order_release);
   }
   return s;
 }
@@ -79,7 +81,9 @@ Result<PosixLock> FileSystem::GetLk(uint64_t fh, uint64_t owner, const PosixLock
 
 Status FileSystem::SetLk(uint64_t fh, uint64_t owner, const PosixLock& lock, bool wait,
                          const std::function<bool()>& interrupted) {
-  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, HandleOf(fh));
+  FOLIO_ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, lock.type == meta::LockType::kUnlock
+                                                          ? HandleOf(fh)
+                                                          : IoHandleOf(fh));
   if (lock.start > lock.end) return Errno(EINVAL, "lock range");
   if (lock.type == meta::LockType::kRead && !f->readable()) return Errno(EBADF, "read lock on a write-only handle");
   if (lock.type == meta::LockType::kWrite && !f->writable()) return Errno(EBADF, "write lock on a read-only handle");
@@ -106,7 +110,10 @@ Status FileSystem::SetLk(uint64_t fh, uint64_t owner, const PosixLock& lock, boo
       return t.PutPlocks(ino, me, owner, next);
     });
   });
-  if (s.ok() && lock.type != meta::LockType::kUnlock) f->data->NoteLocks();
+  if (s.ok() && lock.type != meta::LockType::kUnlock) {
+    f->data->NoteLocks();
+    f->held_locks.store(true, std::memory_order_release);
+  }
   return s;
 }
 
