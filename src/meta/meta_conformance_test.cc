@@ -71,6 +71,26 @@ TEST_P(MetaEngineTest, GetInodesInTheOrderAskedSeeingTheTransactionsOwnWrites) {
     EXPECT_TRUE(none.empty());
     return Status::OK();
   }));
+  // Many at once (Redis reads more than 64 without WATCHing them in a read transaction).
+  ASSERT_OK(Write([&](Txn& t) -> Status {
+    for (uint64_t ino = 100; ino < 300; ino += 2) FOLIO_RETURN_IF_ERROR(t.PutInode(TestInode(ino)));
+    return Status::OK();
+  }));
+  ASSERT_OK(Read([&](Txn& t) -> Status {
+    std::vector<InodeId> asked;
+    for (uint64_t ino = 299; ino >= 100; --ino) asked.push_back(InodeId{ino});
+    FOLIO_ASSIGN_OR_RETURN(auto got, t.GetInodes(asked));
+    EXPECT_EQ(got.size(), asked.size());
+    for (size_t i = 0; i < asked.size() && i < got.size(); ++i) {
+      const uint64_t ino = Raw(asked[i]);
+      if (ino % 2 == 1) {
+        EXPECT_FALSE(got[i].has_value()) << "absent inode " << ino;
+      } else {
+        EXPECT_TRUE(got[i].has_value() && *got[i] == TestInode(ino)) << "inode " << ino;
+      }
+    }
+    return Status::OK();
+  }));
   // Inside a write transaction, its own changes (Redis buffers them until EXEC).
   Inode changed = TestInode(3);
   changed.mode = 0700;

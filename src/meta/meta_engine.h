@@ -68,7 +68,10 @@ class Txn {
   // Inodes.
   virtual Result<std::optional<Inode>> GetInode(InodeId ino) = 0;
   // Several inodes, in the order asked (nullopt where absent): one round trip on the server
-  // engines (readdir with attributes); by default one GetInode each.
+  // engines (readdir with attributes); by default one GetInode each. In a kRead transaction of
+  // more than 64 inodes on Redis, each inode is read whole as it was at some moment during the
+  // transaction, but not as part of its snapshot (watching that many keys costs the server
+  // O(n^2)); everywhere else they are in the transaction's snapshot.
   virtual Result<std::vector<std::optional<Inode>>> GetInodes(std::span<const InodeId> inos) {
     std::vector<std::optional<Inode>> out;
     out.reserve(inos.size());

@@ -98,7 +98,7 @@ Result<std::optional<std::string>> RedisKv::Get(const std::string& key) {
 }
 
 Result<std::vector<std::optional<std::string>>> RedisKv::MGet(
-    const std::vector<std::string>& keys) {
+    const std::vector<std::string>& keys, bool watch) {
   std::vector<std::optional<std::string>> out(keys.size());
   RedisCmd mget{"MGET"};
   std::vector<size_t> asked;
@@ -113,8 +113,9 @@ Result<std::vector<std::optional<std::string>>> RedisKv::MGet(
     asked.push_back(i);
   }
   if (asked.empty()) return out;
-  std::vector<std::string> watch(mget.begin() + 1, mget.end());
-  FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead(watch, std::move(mget)));
+  std::vector<std::string> watched;
+  if (watch) watched.assign(mget.begin() + 1, mget.end());
+  FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead(watched, std::move(mget)));
   if (r->type != REDIS_REPLY_ARRAY || r->elements != asked.size()) return BadReply("MGET", r.get());
   for (size_t j = 0; j < asked.size(); ++j) {
     FOLIO_ASSIGN_OR_RETURN(out[asked[j]], Overlay(keys[asked[j]], BulkOrNil(r->element[j])));

@@ -130,7 +130,10 @@ Result<std::vector<std::optional<Inode>>> RedisTxn::GetInodes(std::span<const In
   std::vector<std::string> keys;
   keys.reserve(inos.size());
   for (InodeId ino : inos) keys.push_back(k_.Inode(ino));
-  FOLIO_ASSIGN_OR_RETURN(auto values, kv_.MGet(keys));
+  // A read transaction of many (readdir with attributes) does not WATCH them (RedisKv::MGet):
+  // each is read whole, as it was at some moment of the transaction, not in its snapshot.
+  const bool watch = mode_ == TxnMode::kWrite || keys.size() <= kWatchedGetInodesMax;
+  FOLIO_ASSIGN_OR_RETURN(auto values, kv_.MGet(keys, watch));
   std::vector<std::optional<Inode>> out(inos.size());
   for (size_t i = 0; i < inos.size(); ++i) {
     if (!values[i]) continue;

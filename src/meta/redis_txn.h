@@ -139,6 +139,8 @@ class RedisTxn final : public Txn {
   RedisKv& kv_;
   const RedisKeys& k_;
   TxnMode mode_;
+  // GetInodes of more inodes than this in a read transaction does not WATCH them.
+  static constexpr size_t kWatchedGetInodesMax = 64;
   std::string_view url_;
   RedisConn& conn_;  // QueueDeletion's key counter, incremented outside the transaction
 };
