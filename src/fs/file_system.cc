@@ -47,6 +47,7 @@ Result<std::unique_ptr<FileSystem>> FileSystem::Mount(meta::MetaEngine* meta,
   }
   std::unique_ptr<FileSystem> fs(new FileSystem(meta, store, cache, options, *format));
   FOLIO_ASSIGN_OR_RETURN(fs->session_, SessionKeeper::Register(meta, *format, options));
+  fs->last_beat_ns_.store(MonotonicNowNs());  // registering wrote a fresh heartbeat
   Result<int> cleaned = fs->session_->CleanDead();
   if (!cleaned.ok()) return cleaned.status();
   DataContext ctx;
