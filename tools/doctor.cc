@@ -98,6 +98,7 @@ Json CpuJson() {
   Json features = Json::object();
   for (const auto& [name, present] : f.List()) features[name] = present;
   j["features"] = features;
+  if (f.arch == CpuArch::kX86_64) j["vendor"] = f.x86_vendor;
   if (f.arch == CpuArch::kArm64) {
     j["sve_vector_bytes"] = f.sve_vector_bytes;
     j["midr"] = f.arm_midr == 0 ? Json("absent") : Json(DescribeMidr(f.arm_midr));
@@ -180,6 +181,7 @@ void PrintTable(const Json& j) {
   Row("/dev/fuse", ShowProbe(j["fuse"]));
   const Json& cpu = j["cpu"];
   std::printf("\nCPU (%s)\n", cpu["arch"].get<std::string>().c_str());
+  if (cpu.contains("vendor")) Row("vendor", cpu["vendor"].get<std::string>());
   for (const auto& [name, v] : cpu["features"].items()) Row(name, Show(v));
   if (cpu.contains("sve_vector_bytes") && cpu["sve_vector_bytes"].get<uint64_t>() > 0) {
     Row("sve vector length", std::to_string(cpu["sve_vector_bytes"].get<uint64_t>()) + " bytes");

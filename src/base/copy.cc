@@ -108,14 +108,15 @@ bool CopyImplAvailable(CopyImpl impl, const CpuFeatures& f) {
 
 // The rule the copy benchmark supports (docs/cpu-dispatch.md): on x86, copies into folios use
 // non-temporal stores from 64 KiB up (a folio written now is read back by writeback or much
-// later, so caching its lines only evicts hotter data), with 64-byte ZMM stores where the CPU
-// has AVX-512F (the Intel Xeon measurement: 1.1-1.3x avx2-nt, 2x glibc) and 32-byte YMM stores
-// where it has only AVX2 (the AMD Zen 3 one); copies out of folios go to a buffer the caller
-// reads next, and keep glibc (no kernel beat it by 10% on either CPU). Elsewhere glibc.
+// later, so caching its lines only evicts hotter data). 64-byte ZMM stores where the CPU has
+// AVX-512F and is not AMD (the Intel Xeon measurement: 1.1-1.3x avx2-nt, 2x glibc); 32-byte YMM
+// stores where it has AVX2 (the AMD Zen 3 measurement; and the AMD family 0x1a one with
+// AVX-512, where avx2-nt was 1.17-1.60x glibc at 64-256 KiB and avx512-nt 1.03-1.47x).
+// Copies out of folios go to a buffer the caller reads next, and keep glibc (no kernel beat it
+// by 10% in both runs on any of the three CPUs). Elsewhere glibc.
 CopyImpl AutoFolioCopyIn(const CpuFeatures& f) {
-  for (CopyImpl impl : {CopyImpl::kAvx512Nt, CopyImpl::kAvx2Nt}) {
-    if (CopyImplAvailable(impl, f)) return impl;
-  }
+  if (CopyImplAvailable(CopyImpl::kAvx512Nt, f) && !IsAmdX86(f)) return CopyImpl::kAvx512Nt;
+  if (CopyImplAvailable(CopyImpl::kAvx2Nt, f)) return CopyImpl::kAvx2Nt;
   return CopyImpl::kGlibc;
 }
 

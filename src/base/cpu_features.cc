@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -31,6 +32,13 @@ uint64_t ReadXcr0() {
 void DetectX86(CpuFeatures* f) {
   f->arch = CpuArch::kX86_64;
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx)) {
+    char vendor[12];  // EBX, EDX, ECX in that order
+    std::memcpy(vendor, &ebx, 4);
+    std::memcpy(vendor + 4, &edx, 4);
+    std::memcpy(vendor + 8, &ecx, 4);
+    f->x86_vendor.assign(vendor, sizeof(vendor));
+  }
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return;
   f->sse42 = (ecx & bit_SSE4_2) != 0;
   f->pclmulqdq = (ecx & bit_PCLMUL) != 0;
@@ -101,6 +109,10 @@ std::string_view CpuArchName(CpuArch arch) {
     case CpuArch::kOther: return "other";
   }
   return "other";
+}
+
+bool IsAmdX86(const CpuFeatures& f) {
+  return f.arch == CpuArch::kX86_64 && f.x86_vendor == "AuthenticAMD";
 }
 
 std::vector<std::pair<std::string, bool>> CpuFeatures::List() const {

@@ -1,7 +1,7 @@
 // CpuFeatures: what the CPU (and the OS, for wide vector state) offers that Folio can use,
 // detected at run time, and the cache line size the kernel reports.
 //
-//   x86-64  cpuid + xgetbv: SSE4.2 crc32, PCLMULQDQ, AVX2, AVX-512 (F/BW/VL and the Ice Lake
+//   x86-64  cpuid + xgetbv: the vendor string, SSE4.2 crc32, PCLMULQDQ, AVX2, AVX-512 (F/BW/VL and the Ice Lake
 //           set ISA-L's fastest CRC needs), VPCLMULQDQ, ERMS / FSRM (fast `rep movsb`)
 //   arm64   getauxval(AT_HWCAP / AT_HWCAP2): CRC32, PMULL, LSE atomics, ASIMD (NEON), SVE,
 //           SVE2; the SVE vector length (prctl); MIDR_EL1 when the kernel exposes it
@@ -40,6 +40,7 @@ struct CpuFeatures {
   bool fsrm = false;        // fast short rep movsb
   bool os_avx = false;      // XCR0 has SSE + AVX state enabled
   bool os_avx512 = false;   // XCR0 has opmask + ZMM state enabled
+  std::string x86_vendor;   // cpuid leaf 0: "GenuineIntel", "AuthenticAMD", ...
   // arm64
   bool arm_crc32 = false;   // HWCAP_CRC32
   bool arm_pmull = false;   // HWCAP_PMULL (64-bit polynomial multiply, folded CRC)
@@ -59,6 +60,9 @@ struct CpuFeatures {
 };
 
 std::string_view CpuArchName(CpuArch arch);
+
+// An AMD x86-64 CPU (vendor "AuthenticAMD"): the copy dispatch's rule differs there (copy.cc).
+bool IsAmdX86(const CpuFeatures& f);
 
 // Probes the CPU now.
 CpuFeatures DetectCpuFeatures();

@@ -56,6 +56,21 @@ void ExpectQemuModel(const CpuFeatures& f, const std::string& model) {
 }
 #endif
 
+// The "vendor_id" of /proc/cpuinfo (x86: the kernel's copy of cpuid leaf 0's string), or "".
+std::string ProcCpuinfoVendor() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("vendor_id", 0) == 0) {
+      std::istringstream words(line.substr(line.find(':') + 1));
+      std::string w;
+      words >> w;
+      return w;
+    }
+  }
+  return "";
+}
+
 TEST(CpuFeaturesTest, AgreesWithProcCpuinfo) {
   std::set<std::string> flags = ProcCpuinfoFlags();
   CpuFeatures f = DetectCpuFeatures();
@@ -70,6 +85,8 @@ TEST(CpuFeaturesTest, AgreesWithProcCpuinfo) {
   if (flags.empty()) GTEST_SKIP() << "/proc/cpuinfo has no flags line";
 #if defined(__x86_64__)
   EXPECT_EQ(f.arch, CpuArch::kX86_64);
+  EXPECT_EQ(f.x86_vendor, ProcCpuinfoVendor());
+  EXPECT_EQ(IsAmdX86(f), f.x86_vendor == "AuthenticAMD");
   EXPECT_EQ(f.sse42, flags.count("sse4_2") == 1);
   EXPECT_EQ(f.pclmulqdq, flags.count("pclmulqdq") == 1);
   EXPECT_EQ(f.avx2, flags.count("avx2") == 1);
@@ -91,6 +108,7 @@ TEST(CpuFeaturesTest, AgreesWithProcCpuinfo) {
   }
 #elif defined(__aarch64__)
   EXPECT_EQ(f.arch, CpuArch::kArm64);
+  EXPECT_FALSE(IsAmdX86(f));
   EXPECT_EQ(f.arm_crc32, flags.count("crc32") == 1);
   EXPECT_EQ(f.arm_lse, flags.count("atomics") == 1);
   EXPECT_EQ(f.arm_neon, flags.count("asimd") == 1);

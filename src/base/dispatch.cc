@@ -208,9 +208,12 @@ std::vector<DispatchRow> DescribeDispatch(const DispatchConfig& c, const CpuFeat
     }
     return "";
   };
+  std::string in_detail = copy_detail(c.copy_in);
+  if (c.copy_request == "auto" && c.copy_in == CopyImpl::kAvx2Nt && f.avx512f && IsAmdX86(f)) {
+    in_detail += " (not avx512-nt: slower on AMD, docs/cpu-dispatch.md)";
+  }
   rows.push_back({"copy into folios", "FOLIO_COPY", c.copy_request,
-                  std::string(CopyImplName(c.copy_in)), copy_detail(c.copy_in),
-                  Join(UsableCopy(f))});
+                  std::string(CopyImplName(c.copy_in)), in_detail, Join(UsableCopy(f))});
   rows.push_back({"copy out of folios", "FOLIO_COPY", c.copy_request,
                   std::string(CopyImplName(c.copy_out)), copy_detail(c.copy_out),
                   Join(UsableCopy(f))});
