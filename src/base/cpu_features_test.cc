@@ -56,7 +56,8 @@ void ExpectQemuModel(const CpuFeatures& f, const std::string& model) {
 }
 #endif
 
-// The "vendor_id" of /proc/cpuinfo (x86: the kernel's copy of cpuid leaf 0's string), or "".
+#if defined(__x86_64__)
+// The "vendor_id" of /proc/cpuinfo (the kernel's copy of cpuid leaf 0's string), or "".
 std::string ProcCpuinfoVendor() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -70,6 +71,7 @@ std::string ProcCpuinfoVendor() {
   }
   return "";
 }
+#endif
 
 TEST(CpuFeaturesTest, AgreesWithProcCpuinfo) {
   std::set<std::string> flags = ProcCpuinfoFlags();
