@@ -188,6 +188,8 @@ struct PageCacheStats {
   uint64_t writeback_bytes_per_s = 0;   // the flusher's measured write rate (an average)
   uint64_t writeback_waits = 0;         // writes that waited for a page under writeback
   uint64_t write_pages_not_read = 0;    // pages of new folios a write neither covered nor read
+  uint64_t write_stream_folios = 0;     // new folios a sequential write stream made larger than
+                                        // its write (dynamic policy)
   uint64_t fill_read_requests = 0;      // device reads for partly written or unread pages
   uint64_t partial_read_fills = 0;      // reads that read the missing pages of a folio
   // Compaction (PageCacheOptions::compaction): allocations of order >= 1 that tried it, and

@@ -170,10 +170,15 @@ class AddressSpaceImpl final : public AddressSpace {
   // a new folio are read from the device and which are zero. REQUIRES: the size lock.
   // Write without the throttle (Write throttles for what this wrote dirty, afterwards).
   Result<size_t> WriteUnthrottled(uint64_t pos, std::span<const char> in);
-  Status WriteData(uint64_t pos, const char* src, uint64_t len, uint64_t old_size);
+  // stream: the write continues the previous one (see write_end_).
+  Status WriteData(uint64_t pos, const char* src, uint64_t len, uint64_t old_size,
+                   bool stream = false);
   // Creates folios for the uncached run starting at pos and writes into them; returns the
-  // bytes of [pos, ...) now written (0 if another thread cached pos first).
-  Result<uint64_t> WriteNew(uint64_t pos, const char* src, uint64_t len, uint64_t old_size);
+  // bytes of [pos, ...) now written (0 if another thread cached pos first). In a sequential
+  // write stream (dynamic policy) the first new folio is the largest empty aligned block that
+  // holds pos, below the old size or the write's end.
+  Result<uint64_t> WriteNew(uint64_t pos, const char* src, uint64_t len, uint64_t old_size,
+                            bool stream);
   // Pages of one locked folio to bring to their content (relative to the folio).
   struct PageFill {
     Folio* folio;
@@ -247,6 +252,9 @@ class AddressSpaceImpl final : public AddressSpace {
   std::atomic<uint64_t> size_;
   std::atomic<uint32_t> policy_;
   std::atomic<int> ra_mode_{static_cast<int>(ReadaheadMode::kNormal)};
+  // Where the last Write ended (bytes; ~0 before the first). A write that starts there continues
+  // a sequential stream. A hint only: concurrent writers may interleave.
+  std::atomic<uint64_t> write_end_{~uint64_t{0}};
   std::atomic<int64_t> dirty_bytes_{0};
   std::atomic<uint64_t> dirty_since_ns_{0};  // see dirty_since_ns(); NoteDirtied / passes
   uint64_t wb_cursor_ = 0;                   // GUARDED_BY(wb_mu_): where WritebackSome resumes

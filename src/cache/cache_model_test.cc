@@ -16,7 +16,8 @@
 // after an fsync, writes over it, makes a non-reporting pass (the error is certain by then),
 // disarms and writes the range again whole. Open handles (cursors) fsync now and then; each
 // result is checked against ErrseqReference (the errseq rules). Runs must show what they are
-// for: large folios, splits and collapses happened, partly up-to-date folios were read, and
+// for: large folios, splits and collapses happened, sequential write streams grew folios
+// beyond their writes, partly up-to-date folios were read, and
 // reclaim evicted folios (dirty ones too, after writing them back, in the 4k configurations
 // without a flusher, whose dirty limit is above the memory).
 //
@@ -130,6 +131,7 @@ class CacheModel {
   void WriteAt(uint64_t pos, uint64_t len);
   void OpRead(uint64_t pos, uint64_t len);
   void OpSequentialRead();
+  void OpSequentialWrite();
   void OpTruncate();
   void OpAdvise();
   void OpPolicy();
@@ -178,6 +180,7 @@ class CacheModel {
   cache_test::DirtyPagesReference written_;
   struct Seen {
     uint64_t large_allocs = 0, splits = 0, collapses = 0, pages_not_read = 0, partial_fills = 0;
+    uint64_t stream_folios = 0;
     uint64_t evictions = 0, evicted_dirty = 0;
     uint64_t compactions = 0, compact_migrated = 0, compact_evicted = 0;
     uint64_t caches_opened = 0;
@@ -328,6 +331,22 @@ void CacheModel::OpSequentialRead() {
   }
 }
 
+// A sequential write stream (each write starts where the last ended): page multiples or odd
+// lengths, from a random place or appending at the end of file, so the dynamic policy grows
+// the stream's new folios beyond its writes (pages before the write unread, or zero above the
+// old size).
+void CacheModel::OpSequentialWrite() {
+  const uint64_t chunk = Rand(2) ? uint64_t{4096} << Rand(6) : 1 + Rand(70 * kKiB);
+  const uint64_t total = (128 * kKiB) << Rand(4);
+  uint64_t pos = Rand(2) ? size_ : Rand(p_.device_bytes / kPageBytes) * kPageBytes + Rand(3);
+  MODEL_TRACE("sequential writes of %lu at %lu\n", chunk, pos);
+  for (uint64_t done = 0; done < total && pos + chunk <= p_.device_bytes; done += chunk) {
+    WriteAt(pos, chunk);
+    if (::testing::Test::HasFatalFailure()) return;
+    pos += chunk;
+  }
+}
+
 void CacheModel::OpTruncate() {
   uint64_t old_size = size_;
   uint64_t new_size;
@@ -469,6 +488,8 @@ void CacheModel::WideOp() {
     OpRead(Rand(p_.device_bytes), RandomLen());
   } else if (r < 780) {
     OpSequentialRead();
+  } else if (r < 800) {
+    OpSequentialWrite();
   } else if (r < 830) {
     uint64_t len = RandomLen() * Rand(8);
     uint64_t pos = Rand(p_.device_bytes);
@@ -506,6 +527,8 @@ void CacheModel::HotOp() {
     OpRead(RandomPos(len), len);
   } else if (r < 97100) {
     OpSequentialRead();
+  } else if (r < 97150) {
+    OpSequentialWrite();
   } else if (r < 98100) {
     uint64_t len = RandomLen() * Rand(4);
     uint64_t pos = RandomPos(len);
@@ -649,6 +672,7 @@ void CacheModel::Accumulate(const PageCacheStats& s) {
     seen_.collapses += s.orders[o].collapses;
   }
   seen_.pages_not_read += s.write_pages_not_read;
+  seen_.stream_folios += s.write_stream_folios;
   seen_.evictions += s.evictions;
   seen_.evicted_dirty += s.evicted_dirty;
   seen_.partial_fills += s.partial_read_fills;
@@ -667,6 +691,7 @@ void CacheModel::CheckCoverage() {
   EXPECT_GT(seen_.splits, 0u) << "no large folio was ever split";
   EXPECT_GT(seen_.collapses, 0u) << "no small folios were ever collapsed";
   EXPECT_GT(seen_.pages_not_read, 0u) << "no write left pages of a large folio unread";
+  EXPECT_GT(seen_.stream_folios, 0u) << "no sequential write stream grew a folio";
   EXPECT_GT(seen_.partial_fills, 0u) << "nobody read a partly up-to-date folio";
   EXPECT_GT(seen_.evictions, 0u) << "reclaim never evicted a folio";
   if (ReclaimWritesBack()) {

@@ -102,6 +102,84 @@ TEST(CachePagesTest, AWriteIntoANewFixedFolioReadsOnlyWhatItCoversInPart) {
   EXPECT_EQ(DeviceBytes(env.device.get(), 0, kMiB), want);
 }
 
+// A stream of 64 KiB writes (each starting where the last ended) over old data: the dynamic
+// policy makes each new folio of the stream the largest empty aligned block holding the write,
+// so the folios double like a readahead window (128K, 256K, 512K, 1M) and then are 2 MiB, and
+// the stream's next writes land in them. Nothing is read; only the written pages are dirty.
+TEST(CachePagesTest, ASequentialWriteStreamFillsTwoMiBFolios) {
+  CacheEnv env;
+  MakeEnv(&env, 16 * kMiB, SmallCacheOptions(64 * kMiB, "dynamic"));
+  std::vector<char> old = Pattern(20, 0, 16 * kMiB);
+  ASSERT_TRUE(env.device->Write(0, old.data(), old.size()).ok());
+  env.device->ResetStats();
+  const uint64_t total = 4 * kMiB + 128 * kKiB;
+  for (uint64_t pos = 0; pos < total; pos += 64 * kKiB) {
+    WriteOk(env.as.get(), pos, Pattern(21, pos, 64 * kKiB));
+  }
+  const PageCacheStats s = env.cache->Stats();
+  // Two 64 KiB folios (the first write is no stream; the second's block holds the first), then
+  // one folio per order up to 1 MiB, and a 2 MiB folio at 2 MiB and at 4 MiB.
+  EXPECT_EQ(s.orders[4].resident_folios, 2u);
+  for (int o = 5; o < kMaxOrder; ++o) EXPECT_EQ(s.orders[o].resident_folios, 1u) << o;
+  EXPECT_EQ(s.orders[kMaxOrder].resident_folios, 2u);
+  EXPECT_EQ(s.write_stream_folios, 6u);
+  // Each made by one 64 KiB write: the rest of it unread.
+  EXPECT_EQ(s.write_pages_not_read, 16u + 48u + 112u + 240u + 496u + 496u);
+  EXPECT_EQ(env.device->stats().read_requests, 0u);
+  EXPECT_EQ(s.dirty_bytes, total);
+  std::vector<char> want = old;
+  std::memcpy(want.data(), Pattern(21, 0, total).data(), total);
+  EXPECT_EQ(ReadOk(env.as.get(), 0, 8 * kMiB),
+            std::vector<char>(want.begin(), want.begin() + 8 * kMiB));
+  ASSERT_TRUE(env.as->Fsync().ok());
+  EXPECT_EQ(env.cache->Stats().writeback_bytes - s.writeback_bytes, total);
+  EXPECT_EQ(DeviceBytes(env.device.get(), 0, 16 * kMiB), want);
+}
+
+// Writes that are not a stream keep their own size; a stream of odd lengths grows too and reads
+// only the pages it covers in part; a stream appending at the end of file keeps the write's size
+// (a larger folio would have to zero the pages above the end).
+TEST(CachePagesTest, OnlySequentialWritesBelowTheEndGrowFolios) {
+  CacheEnv env;
+  MakeEnv(&env, 16 * kMiB, SmallCacheOptions(64 * kMiB, "dynamic"));
+  std::vector<char> old = Pattern(22, 0, 16 * kMiB);
+  ASSERT_TRUE(env.device->Write(0, old.data(), old.size()).ok());
+  std::vector<char> want = old;
+  auto write = [&](uint64_t pos, uint64_t len, uint64_t seed) {
+    std::vector<char> d = Pattern(seed, pos, len);
+    WriteOk(env.as.get(), pos, d);
+    std::memcpy(&want[pos], d.data(), len);
+  };
+  // Backwards 64 KiB writes from 8 MiB down: never a stream.
+  for (uint64_t pos = 8 * kMiB; pos > 6 * kMiB; pos -= 64 * kKiB) write(pos - 64 * kKiB, 64 * kKiB, 23);
+  EXPECT_EQ(env.cache->Stats().write_stream_folios, 0u);
+  EXPECT_EQ(env.cache->Stats().orders[kMaxOrder].resident_folios, 0u);
+  // 10000-byte writes across the 2 MiB boundary at 12 MiB. The second write's last folio is the
+  // 8 KiB block [3070, 3072) (pages; 3069 follows the first write's 3068), and the first new folio
+  // at 12 MiB is the whole block [12M, 14M).
+  env.device->ResetStats();
+  uint64_t pos = 12 * kMiB - 25000;
+  for (int i = 0; i < 50; ++i, pos += 10000) write(pos, 10000, 24);
+  EXPECT_EQ(env.cache->Stats().write_stream_folios, 2u);
+  EXPECT_EQ(env.cache->Stats().orders[kMaxOrder].resident_folios, 1u);
+  // Read: only pages a write covers in part (about one per write), never the rest of the block.
+  EXPECT_LE(env.device->stats().read_bytes, 51 * kPageBytes);
+  EXPECT_EQ(ReadOk(env.as.get(), 0, 16 * kMiB), want);
+  ASSERT_TRUE(env.as->Fsync().ok());
+  EXPECT_EQ(DeviceBytes(env.device.get(), 0, 16 * kMiB), want);
+
+  // Appending from an empty file: folios of the write's size, nothing zeroed beyond them.
+  CacheEnv app;
+  MakeEnv(&app, 16 * kMiB, SmallCacheOptions(64 * kMiB, "dynamic"));
+  ASSERT_TRUE(app.as->Truncate(0).ok());
+  for (uint64_t p = 0; p < 4 * kMiB; p += 64 * kKiB) {
+    WriteOk(app.as.get(), p, Pattern(25, p, 64 * kKiB));
+  }
+  EXPECT_EQ(app.cache->Stats().write_stream_folios, 0u);
+  EXPECT_EQ(app.cache->Stats().orders[4].resident_folios, 64u);
+  EXPECT_EQ(ReadOk(app.as.get(), 0, 4 * kMiB), Pattern(25, 0, 4 * kMiB));
+}
+
 TEST(CachePagesTest, AWriterWaitsForWritebackOnlyOnThePagesBeingWritten) {
   auto mem = cache_test::NewFaultMem(16 * kMiB);
   cache_test::GateDevice gate(mem.get());

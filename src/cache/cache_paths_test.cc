@@ -265,8 +265,9 @@ TEST(CacheCollapseTest, AdviseCollapseBuildsALargeFolioFromCleanSmallOnes) {
   CacheEnv env;
   MakeEnv(&env, 16 * kMiB, SmallCacheOptions(8 * kMiB, "dynamic"));
   std::vector<char> d = Pattern(31, 0, 64 * kKiB);
-  for (uint64_t p = 0; p < 64 * kKiB; p += 4096) {
-    WriteOk(env.as.get(), p, std::vector<char>(d.begin() + p, d.begin() + p + 4096));
+  // Backwards, so no write stream grows a folio: 16 of 4 KiB.
+  for (uint64_t p = 64 * kKiB; p > 0; p -= 4096) {
+    WriteOk(env.as.get(), p - 4096, std::vector<char>(d.begin() + p - 4096, d.begin() + p));
   }
   EXPECT_EQ(env.cache->Stats().orders[0].resident_folios, 16u);
   // Dirty folios are not collapsed.
@@ -281,7 +282,9 @@ TEST(CacheCollapseTest, AdviseCollapseBuildsALargeFolioFromCleanSmallOnes) {
   EXPECT_EQ(ReadOk(env.as.get(), 0, 64 * kKiB), d);
   EXPECT_EQ(env.cache->Stats().orders[4].hits, 1u);
   // The scanner does the same on its own; an odd run of 3 pages becomes 2 + 1.
-  for (uint64_t p = kMiB; p < kMiB + 3 * 4096; p += 4096) WriteOk(env.as.get(), p, Pattern(32, p, 4096));
+  for (uint64_t p = kMiB + 3 * 4096; p > kMiB; p -= 4096) {
+    WriteOk(env.as.get(), p - 4096, Pattern(32, p - 4096, 4096));
+  }
   ASSERT_TRUE(env.as->Fsync().ok());
   EXPECT_EQ(env.cache->ScanCollapseOnce(), 1u);
   EXPECT_EQ(env.cache->Stats().orders[1].collapses, 1u);

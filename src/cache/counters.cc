@@ -51,6 +51,7 @@ void CacheCounters::Snapshot(PageCacheStats* out) const {
   out->writeback_background_chunks = load(writeback_background_chunks);
   out->writeback_waits = load(writeback_waits);
   out->write_pages_not_read = load(write_pages_not_read);
+  out->write_stream_folios = load(write_stream_folios);
   out->fill_read_requests = load(fill_read_requests);
   out->partial_read_fills = load(partial_read_fills);
   out->compact_attempts = load(compact_attempts);

@@ -49,6 +49,7 @@ class CacheCounters {
   Counter writeback_background_chunks{0};
   Counter writeback_waits{0};
   Counter write_pages_not_read{0};
+  Counter write_stream_folios{0};
   Counter fill_read_requests{0};
   Counter partial_read_fills{0};
   Counter dirty_bytes{0};

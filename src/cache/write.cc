@@ -4,7 +4,9 @@
 // lock and its written pages marked dirty; when one of those pages is under writeback the
 // writer waits for that write (stable pages; the folio's other pages take writes meanwhile).
 // An uncached run gets new folios in one go (order from the policy: dynamic takes the largest
-// order that the write's alignment and length cover; 4k order 0; fixed the fixed order). Only
+// order that the write's alignment and length cover, and in a sequential write stream, a write
+// starting where the previous one ended, the largest empty aligned block holding its start, so
+// a stream of 64 KiB writes fills 2 MiB folios; 4k order 0; fixed the fixed order). Only
 // pages the write covers in part are brought to their old content first (a device read below
 // the old size, zeros above it or in zero ranges); pages it does not touch stay unread (not up
 // to date) until someone reads them, and only written pages become dirty.
@@ -46,6 +48,7 @@ Result<size_t> AddressSpaceImpl::Write(uint64_t pos, std::span<const char> in) {
   }
   const uint64_t dirtied0 = PageCacheImpl::ThreadDirtiedBytes();
   Result<size_t> r = WriteUnthrottled(pos, in);
+  write_end_.store(r.ok() ? end : ~uint64_t{0}, std::memory_order_relaxed);
   const uint64_t dirtied = PageCacheImpl::ThreadDirtiedBytes() - dirtied0;
   if (dirtied != 0) cache_->ThrottleWriter(this, dirtied);
   return r;
@@ -54,20 +57,22 @@ Result<size_t> AddressSpaceImpl::Write(uint64_t pos, std::span<const char> in) {
 Result<size_t> AddressSpaceImpl::WriteUnthrottled(uint64_t pos, std::span<const char> in) {
   const uint64_t len = in.size();
   const uint64_t end = pos + len;
+  const bool stream = write_end_.load(std::memory_order_relaxed) == pos &&
+                      ra_mode() != ReadaheadMode::kRandom;
   for (;;) {
     if (pos > size()) {
       // The write leaves a gap after the current end of file: it must read as zeros.
       SizeLock lock(size_lock_, SizeLock::Mode::kExclusive);
       const uint64_t old_size = size();
       if (pos > old_size) FOLIO_RETURN_IF_ERROR(ZeroRange(old_size, pos, old_size));
-      FOLIO_RETURN_IF_ERROR(WriteData(pos, in.data(), len, old_size));
+      FOLIO_RETURN_IF_ERROR(WriteData(pos, in.data(), len, old_size, stream));
       ExtendSize(end);
       return len;
     }
     SizeLock lock(size_lock_, SizeLock::Mode::kShared);
     const uint64_t old_size = size();
     if (pos > old_size) continue;  // truncated meanwhile: take the gap path
-    FOLIO_RETURN_IF_ERROR(WriteData(pos, in.data(), len, old_size));
+    FOLIO_RETURN_IF_ERROR(WriteData(pos, in.data(), len, old_size, stream));
     ExtendSize(end);
     return len;
   }
@@ -80,7 +85,7 @@ void AddressSpaceImpl::ExtendSize(uint64_t end) {
 }
 
 Status AddressSpaceImpl::WriteData(uint64_t pos, const char* src, uint64_t len,
-                                   uint64_t old_size) {
+                                   uint64_t old_size, bool stream) {
   CacheCounters& counters = cache_->counters();
   const uint64_t dirtied0 = PageCacheImpl::ThreadDirtiedBytes();
   uint64_t done = 0;
@@ -94,7 +99,7 @@ Status AddressSpaceImpl::WriteData(uint64_t pos, const char* src, uint64_t len,
     const char* s = src != nullptr ? src + done : nullptr;
     Folio* f = LookupGet(idx);
     if (f == nullptr) {
-      FOLIO_ASSIGN_OR_RETURN(uint64_t n, WriteNew(p, s, len - done, old_size));
+      FOLIO_ASSIGN_OR_RETURN(uint64_t n, WriteNew(p, s, len - done, old_size, stream));
       done += n;
       continue;
     }
@@ -146,7 +151,7 @@ Status AddressSpaceImpl::WriteData(uint64_t pos, const char* src, uint64_t len,
 }
 
 Result<uint64_t> AddressSpaceImpl::WriteNew(uint64_t pos, const char* src, uint64_t len,
-                                            uint64_t old_size) {
+                                            uint64_t old_size, bool stream) {
   const FolioPolicy policy = this->policy();
   const int max_order = PolicyMaxOrder(policy);
   const uint64_t end = pos + len;
@@ -176,6 +181,24 @@ Result<uint64_t> AddressSpaceImpl::WriteNew(uint64_t pos, const char* src, uint6
             std::min({device_pages_, end >> kPageShift, q + (run_max_pages - planned)});
         o = AlignedOrder(q, limit, max_order);
         while (o > 0 && !index_.RangeEmpty(q, o)) --o;
+      }
+      if (policy.kind == FolioPolicy::Kind::kDynamic && stream) {
+        // A sequential stream: the largest empty aligned block holding q, within the pages below
+        // the old size or the write's end (its pages outside the write stay unread, like a fixed
+        // folio's), so the stream's next writes land in this folio instead of new ones. Only
+        // the run's first folio may start before q (the others follow planned ones).
+        const uint64_t limit =
+            std::min(device_pages_, std::max(end_page, old_size >> kPageShift));
+        for (int g = max_order; g > o; --g) {
+          const uint64_t gs = q & ~(OrderPages(g) - 1);
+          if ((gs == q || q == first) && gs + OrderPages(g) <= limit &&
+              OrderPages(g) <= run_max_pages - planned && index_.RangeEmpty(gs, g)) {
+            o = g;
+            start = gs;
+            CacheCounters::Add(cache_->counters().write_stream_folios);
+            break;
+          }
+        }
       }
       plan.push_back({start, o, true, nullptr});
       q = start + OrderPages(o);

@@ -404,6 +404,7 @@ PageCacheStats DiffCacheStats(const PageCacheStats& after, const PageCacheStats&
   d.throttled_writes -= before.throttled_writes;
   d.throttled_ns -= before.throttled_ns;
   d.writeback_waits -= before.writeback_waits;
+  d.write_stream_folios -= before.write_stream_folios;
   d.writeback_expired_passes -= before.writeback_expired_passes;
   d.writeback_background_chunks -= before.writeback_background_chunks;
   d.fill_read_requests -= before.fill_read_requests;

@@ -132,6 +132,9 @@ std::string FolioLine(const RunResult& r) {
     if (f.cache.writeback_waits != 0) {
       s += ", writeback waits " + FormatCount(f.cache.writeback_waits);
     }
+    if (f.cache.write_stream_folios != 0) {
+      s += ", write-stream folios " + FormatCount(f.cache.write_stream_folios);
+    }
     if (f.cache.throttled_writes != 0) {
       s += ", throttled " + FormatCount(f.cache.throttled_writes);
     }
@@ -192,6 +195,7 @@ Json FolioJson(const FolioRunStats& f) {
                   {"throttled_writes", c.throttled_writes},
                   {"throttled_ns", c.throttled_ns},
                   {"writeback_waits", c.writeback_waits},
+                  {"write_stream_folios", c.write_stream_folios},
                   {"writeback_expired_passes", c.writeback_expired_passes},
                   {"writeback_background_chunks", c.writeback_background_chunks},
                   {"fill_read_requests", c.fill_read_requests},
