@@ -175,8 +175,9 @@ class AddressSpaceImpl final : public AddressSpace {
                    bool stream = false);
   // Creates folios for the uncached run starting at pos and writes into them; returns the
   // bytes of [pos, ...) now written (0 if another thread cached pos first). In a sequential
-  // write stream (dynamic policy) the first new folio is the largest empty aligned block that
-  // holds pos, below the old size or the write's end.
+  // write stream (dynamic policy) a new folio is the largest empty aligned block holding its
+  // first page, below the old size or the write's end (only the run's first may start before
+  // pos).
   Result<uint64_t> WriteNew(uint64_t pos, const char* src, uint64_t len, uint64_t old_size,
                             bool stream);
   // Pages of one locked folio to bring to their content (relative to the folio).
