@@ -407,6 +407,9 @@ TEST_P(MetaEngineTest, SyncWhileWritersCommit) {
       return;
     }
     for (int i = 0; i < kEach; ++i) {
+      // Halfway, wait for a Sync to have returned, so syncs overlap commits even when the
+      // syncing thread starts late (the writers could otherwise finish before it ran once).
+      while (i == kEach / 2 && syncs.load() == 0) std::this_thread::yield();
       const uint64_t ino = 1000 + static_cast<uint64_t>(thread * kEach + i);
       Status s = (*engine)->Transact("put", TxnMode::kWrite,
                                      [&](Txn& t) { return t.PutInode(TestInode(ino)); });
