@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cache_line.h"
 #include "cache/errseq.h"
 #include "cache/folio_index.h"
 #include "cache/page_state.h"
@@ -253,13 +254,15 @@ class AddressSpaceImpl final : public AddressSpace {
   std::atomic<uint64_t> size_;
   std::atomic<uint32_t> policy_;
   std::atomic<int> ra_mode_{static_cast<int>(ReadaheadMode::kNormal)};
-  // Where the last Write ended (bytes; ~0 before the first). A write that starts there continues
-  // a sequential stream. A hint only: concurrent writers may interleave.
-  std::atomic<uint64_t> write_end_{~uint64_t{0}};
   std::atomic<int64_t> dirty_bytes_{0};
   std::atomic<uint64_t> dirty_since_ns_{0};  // see dirty_since_ns(); NoteDirtied / passes
   uint64_t wb_cursor_ = 0;                   // GUARDED_BY(wb_mu_): where WritebackSome resumes
   std::atomic<int> pins_{0};
+  // Where the last Write ended (bytes; ~0 before the first). A write that starts there continues
+  // a sequential stream. A hint only: concurrent writers may interleave. Every Write stores it,
+  // so it has a line of its own, away from size_ and policy_ that every read and write loads.
+  alignas(kFalseSharingBytes) std::atomic<uint64_t> write_end_{~uint64_t{0}};
+  char write_end_pad_[kFalseSharingBytes - sizeof(std::atomic<uint64_t>)];
 
   std::shared_mutex size_lock_;  // rank 0
   std::mutex wb_mu_;             // rank 1
