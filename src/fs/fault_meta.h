@@ -103,9 +103,9 @@ class FaultTxn final : public meta::Txn {
     FOLIO_RETURN_IF_ERROR(Step("GetChunk"));
     return t_.GetChunk(ino, index);
   }
-  Status AppendSlice(InodeId ino, uint32_t index, const Slice& slice) override {
-    FOLIO_RETURN_IF_ERROR(Step("AppendSlice"));
-    return t_.AppendSlice(ino, index, slice);
+  Status AppendSlices(InodeId ino, uint32_t index, std::span<const Slice> slices) override {
+    FOLIO_RETURN_IF_ERROR(Step("AppendSlices"));
+    return t_.AppendSlices(ino, index, slices);
   }
   Status PutChunk(InodeId ino, uint32_t index, const std::vector<Slice>& slices) override {
     FOLIO_RETURN_IF_ERROR(Step("PutChunk"));

@@ -30,7 +30,12 @@ Result<InodeDevice::Owner::CommitOutcome> FileData::CommitRecords(std::span<cons
   const int64_t delete_after = WallNs() + ctx.format.deletion_grace_ms * 1000000;
   std::vector<meta::Slice> added;
   added.reserve(records.size());
-  for (const PendingRecord& r : records) added.push_back(r.slice);
+  // Per chunk, in the records' order (newest last): one append each.
+  std::map<uint32_t, std::vector<meta::Slice>> by_chunk;
+  for (const PendingRecord& r : records) {
+    added.push_back(r.slice);
+    by_chunk[r.chunk].push_back(r.slice);
+  }
   meta::Inode committed;
   bool elsewhere = false;
   bool freed = false;
@@ -43,8 +48,8 @@ Result<InodeDevice::Owner::CommitOutcome> FileData::CommitRecords(std::span<cons
     if (freed) return Status::OK();
     committed = *inode;
     elsewhere = ChangedSinceBase(committed);
-    for (const PendingRecord& r : records) {
-      FOLIO_RETURN_IF_ERROR(t.AppendSlice(ino_, r.chunk, r.slice));
+    for (const auto& [chunk, slices] : by_chunk) {
+      FOLIO_RETURN_IF_ERROR(t.AppendSlices(ino_, chunk, slices));
     }
     FOLIO_RETURN_IF_ERROR(ApplyRefDelta(t, {}, added, delete_after));
     const uint64_t old_size = committed.size_bytes;

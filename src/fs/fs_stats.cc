@@ -115,6 +115,7 @@ nlohmann::ordered_json FileSystem::StatsJson() const {
   storej["fsyncs"] = st.fsyncs;
   storej["stored_bytes_read"] = st.stored_bytes_read;
   storej["stored_bytes_written"] = st.stored_bytes_written;
+  storej["direct_bytes_written"] = st.direct_bytes_written;
   storej["checksum_failures"] = st.checksum_failures;
   storej["healed"] = st.healed;
   j["store"] = std::move(storej);

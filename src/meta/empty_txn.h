@@ -39,7 +39,7 @@ class EmptyTxn final : public Txn {
   Status PutXattr(InodeId, std::string_view, std::string_view) override { return write_error_; }
   Status DeleteXattr(InodeId, std::string_view) override { return write_error_; }
   Result<std::vector<Slice>> GetChunk(InodeId, uint32_t) override { return std::vector<Slice>(); }
-  Status AppendSlice(InodeId, uint32_t, const Slice&) override { return write_error_; }
+  Status AppendSlices(InodeId, uint32_t, std::span<const Slice>) override { return write_error_; }
   Status PutChunk(InodeId, uint32_t, const std::vector<Slice>&) override { return write_error_; }
   Result<std::vector<uint32_t>> ListChunks(InodeId) override { return std::vector<uint32_t>(); }
   Result<std::optional<SliceRef>> GetSliceRef(SliceId) override {

@@ -303,6 +303,46 @@ TEST_P(MetaEngineTest, ChunksAppendReplaceListAndValidate) {
   }));
 }
 
+// AppendSlices adds many records in one call, oldest first, after the ones already there and
+// beside single appends in the same transaction; an empty span stores nothing (no empty chunk);
+// one invalid slice refuses the whole call.
+TEST_P(MetaEngineTest, AppendSlicesAddsManyInOrder) {
+  std::vector<Slice> batch;
+  for (uint32_t i = 0; i < 300; ++i) batch.push_back(TestSlice(i * 4096, 4096, 1000 + i));
+  const Slice first = TestSlice(0, 1 << 20, 999);
+  const Slice last = TestSlice(8192, 100, 2000);
+  ASSERT_OK(Write([&](Txn& t) -> Status {
+    FOLIO_RETURN_IF_ERROR(t.AppendSlice(InodeId{7}, 2, first));
+    FOLIO_RETURN_IF_ERROR(t.AppendSlices(InodeId{7}, 2, std::span<const Slice>(batch).first(100)));
+    FOLIO_RETURN_IF_ERROR(t.AppendSlices(InodeId{7}, 5, {}));
+    return t.AppendSlices(InodeId{7}, 4, batch);
+  }));
+  ASSERT_OK(Write([&](Txn& t) -> Status {
+    FOLIO_RETURN_IF_ERROR(t.AppendSlices(InodeId{7}, 2, std::span<const Slice>(batch).subspan(100)));
+    return t.AppendSlice(InodeId{7}, 2, last);
+  }));
+  std::vector<Slice> want{first};
+  want.insert(want.end(), batch.begin(), batch.end());
+  want.push_back(last);
+  ASSERT_OK(Read([&](Txn& t) -> Status {
+    FOLIO_ASSIGN_OR_RETURN(auto c2, t.GetChunk(InodeId{7}, 2));
+    EXPECT_EQ(c2, want);
+    FOLIO_ASSIGN_OR_RETURN(auto c4, t.GetChunk(InodeId{7}, 4));
+    EXPECT_EQ(c4, batch);
+    FOLIO_ASSIGN_OR_RETURN(auto idx, t.ListChunks(InodeId{7}));
+    EXPECT_EQ(idx, (std::vector<uint32_t>{2, 4}));
+    return Status::OK();
+  }));
+  std::vector<Slice> bad{TestSlice(0, 10, 3001), TestSlice(static_cast<uint32_t>(kChunkBytes) - 10, 20, 3002)};
+  Status s = Write([&](Txn& t) { return t.AppendSlices(InodeId{7}, 4, bad); });
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  ASSERT_OK(Read([&](Txn& t) -> Status {
+    FOLIO_ASSIGN_OR_RETURN(auto c4, t.GetChunk(InodeId{7}, 4));
+    EXPECT_EQ(c4, batch);
+    return Status::OK();
+  }));
+}
+
 TEST_P(MetaEngineTest, SliceRefs) {
   ASSERT_OK(Write([&](Txn& t) -> Status {
     for (uint64_t id = 1; id <= 9; ++id) {

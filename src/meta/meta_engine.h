@@ -108,7 +108,12 @@ class Txn {
   // Chunks: a file's chunk `index` covers bytes [index * kChunkBytes, (index + 1) * kChunkBytes).
   // The slice list, oldest first; empty when the chunk has none.
   virtual Result<std::vector<Slice>> GetChunk(InodeId ino, uint32_t index) = 0;
-  virtual Status AppendSlice(InodeId ino, uint32_t index, const Slice& slice) = 0;
+  // Appends slices (oldest first) to the list in one step: an engine writes the list once per
+  // call, so a commit of n records to a chunk of m costs O(n + m), not O(n * m).
+  virtual Status AppendSlices(InodeId ino, uint32_t index, std::span<const Slice> slices) = 0;
+  Status AppendSlice(InodeId ino, uint32_t index, const Slice& slice) {
+    return AppendSlices(ino, index, std::span<const Slice>(&slice, 1));
+  }
   // Replaces the whole list (compaction, truncate); an empty list deletes the chunk.
   virtual Status PutChunk(InodeId ino, uint32_t index, const std::vector<Slice>& slices) = 0;
   // Indexes of the inode's non-empty chunks, ascending.

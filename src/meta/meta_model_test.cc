@@ -183,12 +183,22 @@ class Ops {
     return s;
   }
 
+  // One slice, or several in one AppendSlices call (none at times).
   Status AppendSlice() {
     const uint64_t ino = 2 + Pick(12);
     const auto idx = static_cast<uint32_t>(Pick(4));
-    const Slice s = RandomSlice();
-    m_.chunks[{ino, idx}].push_back(s);
-    return t_.AppendSlice(InodeId{ino}, idx, s);
+    if (Pick(2) == 0) {
+      const Slice s = RandomSlice();
+      m_.chunks[{ino, idx}].push_back(s);
+      return t_.AppendSlice(InodeId{ino}, idx, s);
+    }
+    std::vector<Slice> batch(Pick(5));
+    for (Slice& s : batch) s = RandomSlice();
+    if (!batch.empty()) {
+      std::vector<Slice>& list = m_.chunks[{ino, idx}];
+      list.insert(list.end(), batch.begin(), batch.end());
+    }
+    return t_.AppendSlices(InodeId{ino}, idx, batch);
   }
 
   Status PutChunk() {

@@ -93,7 +93,7 @@ std::string EncodeSlice(const Slice& s) {
   return out;
 }
 
-std::string EncodeSlices(const std::vector<Slice>& slices) {
+std::string EncodeSlices(std::span<const Slice> slices) {
   std::string out(slices.size() * kSliceRecordBytes, '\0');
   for (size_t i = 0; i < slices.size(); ++i) EncodeSlice(slices[i], out.data() + i * kSliceRecordBytes);
   return out;

@@ -108,7 +108,7 @@ struct Slice {
 inline constexpr size_t kSliceRecordBytes = 32;
 void EncodeSlice(const Slice& s, char out[kSliceRecordBytes]);
 std::string EncodeSlice(const Slice& s);
-std::string EncodeSlices(const std::vector<Slice>& slices);
+std::string EncodeSlices(std::span<const Slice> slices);
 // Errors: Corruption naming what is wrong (bad length, bad kind, pos + len past the chunk,
 // reserved bytes not zero). `what` names the record for the message (e.g. "inode 12 chunk 3").
 Result<std::vector<Slice>> DecodeSlices(std::string_view bytes, std::string_view what);

@@ -259,13 +259,16 @@ Result<std::vector<Slice>> PgTxn::GetChunk(InodeId ino, uint32_t index) {
                       fmt::format("{}: inode {} chunk {}", conn_.display(), Raw(ino), index));
 }
 
-Status PgTxn::AppendSlice(InodeId ino, uint32_t index, const Slice& slice) {
-  FOLIO_RETURN_IF_ERROR(ValidateSlice(slice).WithContext(
-      fmt::format("{}: AppendSlice inode {} chunk {}", conn_.display(), Raw(ino), index)));
-  return Write("AppendSlice",
+Status PgTxn::AppendSlices(InodeId ino, uint32_t index, std::span<const Slice> slices) {
+  for (const Slice& slice : slices) {
+    FOLIO_RETURN_IF_ERROR(ValidateSlice(slice).WithContext(
+        fmt::format("{}: AppendSlices inode {} chunk {}", conn_.display(), Raw(ino), index)));
+  }
+  if (slices.empty()) return Status::OK();
+  return Write("AppendSlices",
                "INSERT INTO chunks(ino, idx, slices) VALUES($1, $2, $3) ON CONFLICT(ino, idx) "
                "DO UPDATE SET slices = chunks.slices || excluded.slices",
-               {P::U(Raw(ino)), P::I(index), P::B(EncodeSlice(slice))});
+               {P::U(Raw(ino)), P::I(index), P::B(EncodeSlices(slices))});
 }
 
 Status PgTxn::PutChunk(InodeId ino, uint32_t index, const std::vector<Slice>& slices) {

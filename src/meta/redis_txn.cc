@@ -278,11 +278,14 @@ Result<std::vector<Slice>> RedisTxn::GetChunk(InodeId ino, uint32_t index) {
   return DecodeSlices(*v, fmt::format("{}: inode {} chunk {}", url_, Raw(ino), index));
 }
 
-Status RedisTxn::AppendSlice(InodeId ino, uint32_t index, const Slice& slice) {
-  FOLIO_RETURN_IF_ERROR(ValidateSlice(slice).WithContext(
-      fmt::format("{}: AppendSlice inode {} chunk {}", url_, Raw(ino), index)));
-  FOLIO_RETURN_IF_ERROR(Writable("AppendSlice"));
-  kv_.Append(k_.Chunk(ino, index), EncodeSlice(slice));
+Status RedisTxn::AppendSlices(InodeId ino, uint32_t index, std::span<const Slice> slices) {
+  for (const Slice& slice : slices) {
+    FOLIO_RETURN_IF_ERROR(ValidateSlice(slice).WithContext(
+        fmt::format("{}: AppendSlices inode {} chunk {}", url_, Raw(ino), index)));
+  }
+  FOLIO_RETURN_IF_ERROR(Writable("AppendSlices"));
+  if (slices.empty()) return Status::OK();
+  kv_.Append(k_.Chunk(ino, index), EncodeSlices(slices));
   kv_.ZAdd(k_.Chunks(ino), Be32(index));
   return Status::OK();
 }

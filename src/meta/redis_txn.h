@@ -89,7 +89,7 @@ class RedisTxn final : public Txn {
   Status DeleteXattr(InodeId ino, std::string_view name) override;
 
   Result<std::vector<Slice>> GetChunk(InodeId ino, uint32_t index) override;
-  Status AppendSlice(InodeId ino, uint32_t index, const Slice& slice) override;
+  Status AppendSlices(InodeId ino, uint32_t index, std::span<const Slice> slices) override;
   Status PutChunk(InodeId ino, uint32_t index, const std::vector<Slice>& slices) override;
   Result<std::vector<uint32_t>> ListChunks(InodeId ino) override;
 

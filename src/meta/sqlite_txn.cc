@@ -257,15 +257,18 @@ Result<std::vector<Slice>> SqliteTxn::GetChunk(InodeId ino, uint32_t index) {
   return DecodeSlices(s.Blob(0), fmt::format("{}: inode {} chunk {}", conn_.url(), Raw(ino), index));
 }
 
-Status SqliteTxn::AppendSlice(InodeId ino, uint32_t index, const Slice& slice) {
-  FOLIO_RETURN_IF_ERROR(ValidateSlice(slice).WithContext(
-      fmt::format("{}: AppendSlice inode {} chunk {}", conn_.url(), Raw(ino), index)));
+Status SqliteTxn::AppendSlices(InodeId ino, uint32_t index, std::span<const Slice> slices) {
+  for (const Slice& slice : slices) {
+    FOLIO_RETURN_IF_ERROR(ValidateSlice(slice).WithContext(
+        fmt::format("{}: AppendSlices inode {} chunk {}", conn_.url(), Raw(ino), index)));
+  }
+  if (slices.empty()) return Status::OK();
   FOLIO_ASSIGN_OR_RETURN(
       SqliteStmt s,
-      PrepareWrite("AppendSlice",
+      PrepareWrite("AppendSlices",
                    "INSERT INTO chunks(ino, idx, slices) VALUES(?, ?, ?) ON CONFLICT(ino, idx) "
                    "DO UPDATE SET slices = CAST(slices || excluded.slices AS BLOB)"));
-  s.BindU64(1, Raw(ino)).Bind(2, index).BindBlob(3, EncodeSlice(slice));
+  s.BindU64(1, Raw(ino)).Bind(2, index).BindBlob(3, EncodeSlices(slices));
   return s.Run();
 }
 

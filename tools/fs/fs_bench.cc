@@ -194,7 +194,8 @@ Status FsBench::Setup() {
   report_.fairness.push_back(
       "Folio FS has its own page cache (--cache " + FormatSize(c_.cache_bytes) +
       ") below the kernel's page cache of the mount (FOPEN_KEEP_CACHE), and a dir: store's "
-      "block files go through the machine's page cache in the mount process, outside the "
+      "block files are read (puts write them with O_DIRECT) through the machine's page cache "
+      "in the mount process, outside the "
       "cgroup (its cache arena would be charged there and cannot be reclaimed without swap): "
       "Folio has more memory than the others, so the 2x-cache rows are not an equal-memory "
       "comparison");

@@ -51,6 +51,7 @@ StoreStatsSnapshot StoreStats::Snapshot() const {
   s.checksum_failures = checksum_failures_.load(kRelaxed);
   s.healed = healed_.load(kRelaxed);
   s.fsyncs = fsyncs_.load(kRelaxed);
+  s.direct_bytes_written = direct_written_.load(kRelaxed);
   s.in_flight = in_flight_.load(kRelaxed);
   s.in_flight_max = in_flight_max_.load(kRelaxed);
   return s;

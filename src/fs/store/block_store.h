@@ -145,6 +145,7 @@ struct StoreStatsSnapshot {
   uint64_t checksum_failures = 0;     // gets (and internal reads) that found a mismatch
   uint64_t healed = 0;                // of those, repaired from redundancy
   uint64_t fsyncs = 0;                // fsync(2) calls on files and directories (dir:)
+  uint64_t direct_bytes_written = 0;  // of stored_bytes_written, written with O_DIRECT (dir:)
   uint64_t in_flight = 0;
   uint64_t in_flight_max = 0;
 };
@@ -159,6 +160,7 @@ class StoreStats {
   void RecordChecksumFailure() { checksum_failures_.fetch_add(1, kRelaxed); }
   void RecordHealed() { healed_.fetch_add(1, kRelaxed); }
   void RecordFsync() { fsyncs_.fetch_add(1, kRelaxed); }
+  void RecordDirectWrite(uint64_t bytes) { direct_written_.fetch_add(bytes, kRelaxed); }
   StoreStatsSnapshot Snapshot() const;
 
  private:
@@ -169,7 +171,7 @@ class StoreStats {
   };
   Op ops_[kStoreOpCount];
   std::atomic<uint64_t> stored_read_{0}, stored_written_{0}, checksum_failures_{0}, healed_{0};
-  std::atomic<uint64_t> fsyncs_{0};
+  std::atomic<uint64_t> fsyncs_{0}, direct_written_{0};
   std::atomic<uint64_t> in_flight_{0}, in_flight_max_{0};
 };
 

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <vector>
 
+#include "base/check.h"
+
 namespace folio::store {
 namespace {
 
@@ -81,16 +83,70 @@ Status WriteAll(int fd, std::string_view data, const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// The whole blocks of data with O_DIRECT, then (the flag cleared) the short rest through the
+// page cache. Nothing written (false) when the file system refuses O_DIRECT.
+Result<bool> WriteDirect(int fd, std::string_view data, const std::string& path,
+                         StoreStats* stats) {
+  const size_t whole = data.size() & ~(kDirectAlignBytes - 1);
+  if (whole == 0) return false;
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0) return Status::FromErrno(errno, "fcntl " + path);
+  if (::fcntl(fd, F_SETFL, flags | O_DIRECT) != 0) {
+    if (errno == EINVAL) return false;
+    return Status::FromErrno(errno, "fcntl O_DIRECT " + path);
+  }
+  size_t done = 0;
+  while (done < whole) {
+    ssize_t n = ::write(fd, data.data() + done, whole - done);
+    if (n < 0) {
+      const int err = errno;
+      if (err == EINTR) continue;
+      if (err == EINVAL && done == 0) {
+        // Some file systems take the flag and refuse the write instead.
+        (void)::fcntl(fd, F_SETFL, flags);
+        return false;
+      }
+      return Status::FromErrno(err, "write " + path);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fcntl(fd, F_SETFL, flags) != 0) return Status::FromErrno(errno, "fcntl " + path);
+  FOLIO_RETURN_IF_ERROR(WriteAll(fd, data.substr(whole), path));
+  if (stats != nullptr) stats->RecordDirectWrite(whole);
+  return true;
+}
+
+}  // namespace
+
 Status WriteFileAtomically(const std::string& top, const std::string& dir,
                            const std::string& temp, const std::string& final_path,
-                           std::string_view data, PutSync sync, StoreStats* stats) {
+                           std::string_view data, PutSync sync, StoreStats* stats,
+                           WriteMode mode, std::atomic<bool>* direct_refused) {
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0 && errno == ENOENT) {
     FOLIO_RETURN_IF_ERROR(MakeDirs(top, dir, stats));
     fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   }
   if (fd < 0) return Status::FromErrno(errno, "create " + temp);
-  Status s = WriteAll(fd, data, temp);
+  Status s;
+  bool written = false;
+  if (mode == WriteMode::kDirect &&
+      (direct_refused == nullptr || !direct_refused->load(std::memory_order_relaxed))) {
+    FOLIO_DCHECK(reinterpret_cast<uintptr_t>(data.data()) % kDirectAlignBytes == 0);
+    Result<bool> direct = WriteDirect(fd, data, temp, stats);
+    if (!direct.ok()) {
+      s = direct.status();
+      written = true;  // failed: nothing more to write
+    } else {
+      written = *direct;
+      if (!written && data.size() >= kDirectAlignBytes && direct_refused != nullptr) {
+        direct_refused->store(true, std::memory_order_relaxed);
+      }
+    }
+  }
+  if (!written) s = WriteAll(fd, data, temp);
   if (s.ok() && sync == PutSync::kNow) {
     if (::fsync(fd) != 0) s = Status::FromErrno(errno, "fsync " + temp);
     if (stats != nullptr) stats->RecordFsync();

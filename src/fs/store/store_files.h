@@ -5,6 +5,7 @@
 // of different objects in one directory are fine).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -27,6 +28,15 @@ inline constexpr int kDirStoreVersion = 1;
 // `top`, missing parents are created up to the root.
 Status MakeDirs(const std::string& top, const std::string& dir, StoreStats* stats = nullptr);
 
+// How WriteFileAtomically moves the bytes. kDirect writes the whole 4 KiB blocks at the start
+// of `data` with O_DIRECT (no copy into the kernel's page cache: the data is already in the
+// caller's cache, and the later fsync has no dirty pages to write) and the short rest, if any,
+// through the page cache; REQUIRES data.data() 4 KiB aligned. Where the file system refuses
+// O_DIRECT (EINVAL at open), the whole object is written through the page cache and
+// `direct_refused`, when not null, is set (the caller stops asking).
+enum class WriteMode : uint8_t { kBuffered, kDirect };
+inline constexpr size_t kDirectAlignBytes = 4096;
+
 // Writes data to `temp` (in `dir`), renames it to `final_path`; with PutSync::kNow it fsyncs
 // the temp file before the rename and `dir` after it (durable on return), with kDeferred
 // neither (FsyncPath of the file and of `dir` later make it durable; a power cut before that
@@ -35,7 +45,9 @@ Status MakeDirs(const std::string& top, const std::string& dir, StoreStats* stat
 // `top`, durably) when missing. On error the temp file is removed.
 Status WriteFileAtomically(const std::string& top, const std::string& dir,
                            const std::string& temp, const std::string& final_path,
-                           std::string_view data, PutSync sync, StoreStats* stats = nullptr);
+                           std::string_view data, PutSync sync, StoreStats* stats = nullptr,
+                           WriteMode mode = WriteMode::kBuffered,
+                           std::atomic<bool>* direct_refused = nullptr);
 inline Status WriteFileDurably(const std::string& top, const std::string& dir,
                                const std::string& temp, const std::string& final_path,
                                std::string_view data) {
