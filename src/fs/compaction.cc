@@ -1,6 +1,8 @@
 // DataPath: compaction of chunks with many slices, and rewriting of packs with little live data.
 //
-// Chunk compaction (a chunk this mount appended compact_slices records to since it last looked):
+// Chunk compaction (a chunk this mount appended compact_slices records to since it last looked,
+// and enough bytes that the rewrite writes at most compact_write_amp bytes per byte appended, or
+// compact_slices_max records; FsOptions):
 //   1. read the chunk's committed list and the bytes it shows (every data extent; holes and
 //      kZero ranges stay holes, so a sparse file stays sparse);
 //   2. write those bytes as ONE new stored slice (extents back to back, blocks put and durable);
@@ -34,24 +36,26 @@ constexpr size_t kCompactionsPerPass = 16;
 }  // namespace
 
 Status DataPath::CompactNoted() {
-  std::vector<std::pair<uint64_t, uint32_t>> work;
+  std::vector<std::pair<std::pair<uint64_t, uint32_t>, Appended>> work;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = compact_.begin(); it != compact_.end() && work.size() < kCompactionsPerPass;) {
-      work.push_back(*it);
-      appended_.erase(*it);
+      auto found = appended_.find(*it);
+      work.emplace_back(*it, found != appended_.end() ? found->second : Appended{});
+      if (found != appended_.end()) appended_.erase(found);
       it = compact_.erase(it);
     }
   }
   Status first;
-  for (const auto& [ino, chunk] : work) {
-    Status s = CompactChunk(InodeId{ino}, chunk);
+  for (const auto& [key, appended] : work) {
+    const auto& [ino, chunk] = key;
+    Status s = CompactChunk(InodeId{ino}, chunk, appended);
     if (first.ok() && !s.ok() && !s.IsNotFound()) first = s;
   }
   return first;
 }
 
-Status DataPath::CompactChunk(InodeId ino, uint32_t chunk) {
+Status DataPath::CompactChunk(InodeId ino, uint32_t chunk, const Appended& appended) {
   const uint64_t bb = ctx_.format.block_bytes;
   std::vector<meta::Slice> old;
   uint64_t size = 0;
@@ -78,6 +82,16 @@ Status DataPath::CompactChunk(InodeId ino, uint32_t chunk) {
       extents.emplace_back(seg.pos, seg.len);
     }
     bytes += seg.len;
+  }
+  // Too much to rewrite for what was appended: wait for more (what came meanwhile is kept).
+  const FsOptions& o = ctx_.options;
+  const uint64_t amp = std::max<uint32_t>(1, o.compact_write_amp);
+  if (appended.records < o.compact_slices_max && appended.bytes * amp < bytes) {
+    Appended later = appended;
+    later.need_bytes = (bytes + amp - 1) / amp;
+    NoteSlices(ino, chunk, later);
+    FsCounters::Add(ctx_.counters->compactions_deferred);
+    return Status::OK();
   }
   std::vector<meta::Slice> now;
   meta::SliceId id{0};
@@ -127,7 +141,13 @@ Status DataPath::CompactChunk(InodeId ino, uint32_t chunk) {
       AddObjectDeletes(&del, meta::SliceKind::kBlocks, Raw(id), bytes, bb);
       (void)del.Run();
     }
-    if (changed) NoteSlices(ino, chunk, ctx_.options.compact_slices);
+    if (changed) {
+      // Looked at again at the next pass.
+      Appended again = appended;
+      again.records = std::max<uint64_t>(again.records, o.compact_slices);
+      again.need_bytes = 0;
+      NoteSlices(ino, chunk, again);
+    }
     return s;
   }
   FsCounters::Add(ctx_.counters->chunks_compacted);

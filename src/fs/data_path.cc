@@ -374,11 +374,17 @@ uint64_t DataPath::cached_inodes() const {
   return files_.size();
 }
 
-void DataPath::NoteSlices(InodeId ino, uint32_t chunk, size_t n) {
+void DataPath::NoteSlices(InodeId ino, uint32_t chunk, const Appended& added) {
   std::lock_guard<std::mutex> lock(mu_);
-  size_t& count = appended_[{Raw(ino), chunk}];
-  count += n;
-  if (count >= ctx_.options.compact_slices) compact_.insert({Raw(ino), chunk});
+  Appended& a = appended_[{Raw(ino), chunk}];
+  a.records += added.records;
+  a.bytes += added.bytes;
+  a.need_bytes = std::max(a.need_bytes, added.need_bytes);
+  const FsOptions& o = ctx_.options;
+  if (a.records >= o.compact_slices &&
+      (a.bytes >= a.need_bytes || a.records >= o.compact_slices_max)) {
+    compact_.insert({Raw(ino), chunk});
+  }
 }
 
 }  // namespace folio::fs

@@ -118,8 +118,15 @@ class DataPath {
   Status FreeInode(InodeId ino, uint64_t key);
   // Processes the due items of the deletion queue. Returns the first error.
   Status RunDeletions(int64_t now_ns);
-  // A commit appended n slices to a chunk: a candidate for compaction when it has many.
-  void NoteSlices(InodeId ino, uint32_t chunk, size_t n);
+  // What this mount appended to a chunk since its last compaction (FsOptions::compact_*).
+  struct Appended {
+    uint64_t records = 0;
+    uint64_t bytes = 0;       // the records' lengths
+    uint64_t need_bytes = 0;  // bytes to wait for: a compaction found it would write
+                              // compact_write_amp times more (0: not looked at yet)
+  };
+  // A commit appended records to a chunk: a candidate for compaction (see FsOptions).
+  void NoteSlices(InodeId ino, uint32_t chunk, const Appended& added);
   // Compacts the noted chunks (compaction.cc). Returns the first error.
   Status CompactNoted();
   // Rewrites packs whose live fraction fell below options.pack_live_min.
@@ -144,7 +151,7 @@ class DataPath {
   // Context: take data->record_mu, then transactions; not under mu_.
   Status RecordOpen(const std::shared_ptr<FileData>& data);
   Status ReleaseOpenRecord(const std::shared_ptr<FileData>& data);
-  Status CompactChunk(InodeId ino, uint32_t chunk);
+  Status CompactChunk(InodeId ino, uint32_t chunk, const Appended& appended);
 
   const DataContext ctx_;
   std::unique_ptr<PackCommitter> packs_;
@@ -155,7 +162,7 @@ class DataPath {
   std::list<uint64_t> lru_;         // GUARDED_BY(mu_): closed, clean files, oldest first
   std::deque<std::shared_ptr<FileData>> closing_;  // GUARDED_BY(mu_): to sync after close
   std::set<std::pair<uint64_t, uint32_t>> compact_;  // GUARDED_BY(mu_): (ino, chunk)
-  std::map<std::pair<uint64_t, uint32_t>, size_t> appended_;  // GUARDED_BY(mu_)
+  std::map<std::pair<uint64_t, uint32_t>, Appended> appended_;  // GUARDED_BY(mu_)
   bool stop_ = false;               // GUARDED_BY(mu_)
   std::thread flusher_;
   // Maintenance runs on one thread at a time (the background loop, or a test).

@@ -84,9 +84,12 @@ Result<InodeDevice::Owner::CommitOutcome> FileData::CommitRecords(std::span<cons
     stale_ |= elsewhere;
     ClearDirtyLocked(v.gen);
   }
-  std::map<uint32_t, size_t> per_chunk;
-  for (const PendingRecord& r : records) per_chunk[r.chunk]++;
-  for (const auto& [chunk, n] : per_chunk) dp_->NoteSlices(ino_, chunk, n);
+  for (const auto& [chunk, slices] : by_chunk) {
+    DataPath::Appended a;
+    a.records = slices.size();
+    for (const meta::Slice& sl : slices) a.bytes += sl.len;
+    dp_->NoteSlices(ino_, chunk, a);
+  }
   return CommitOutcome::kCommitted;
 }
 

@@ -85,8 +85,15 @@ struct FsOptions {
   // every file it has open (the sustained table), so an unlink on another mount keeps the
   // file until its last close here.
   bool shared = false;
-  // Slice count above which a chunk is compacted into one slice.
+  // Compaction of a chunk (rewriting what it shows as one slice) waits for this mount to have
+  // appended compact_slices records to it since it was last compacted, and then for those
+  // records' bytes times compact_write_amp to reach the bytes the rewrite writes (what the chunk
+  // shows), or for compact_slices_max records: random 4 KiB writes over a 64 MiB chunk are
+  // compacted after 8 MiB of them (at most 8 bytes written per byte appended) instead of after
+  // every 64 (1024 bytes per byte appended), while a small file's appends still are after 64.
   uint32_t compact_slices = 64;
+  uint32_t compact_slices_max = 4096;
+  uint32_t compact_write_amp = 8;
   // Packs whose live fraction is below this are rewritten.
   double pack_live_min = 0.5;
   // With a store that defers durability (BlockStore::DefersSync(): dir:), a file's blocks are
@@ -108,6 +115,7 @@ struct FsStats {
   uint64_t packs_rewritten = 0;
   uint64_t chunks_compacted = 0;
   uint64_t compaction_bytes = 0;
+  uint64_t compactions_deferred = 0;  // looked at, left for more appends (compact_write_amp)
   uint64_t deletions_done = 0;      // store objects deleted from the deletion queue
   uint64_t deletions_deferred = 0;  // queue items still in their grace period at the last pass
   uint64_t inodes_freed = 0;

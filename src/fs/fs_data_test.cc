@@ -710,6 +710,88 @@ TEST_F(DataTest, ManySlicesAreCompactedIntoOne) {
   EXPECT_EQ(*ReadFile(fs(), *ino), model);
 }
 
+// Compaction rewrites what a chunk shows, so it waits until the bytes appended since the last
+// one are at least 1/compact_write_amp of that (or compact_slices_max records came). The file's
+// first write counts (its 2 MiB pay for the first rewrite); after that, scattered 4 KiB writes
+// over the 2 MiB file are not compacted after 8 of them, but once 256 KiB came.
+TEST_F(DataTest, CompactionWaitsUntilItWritesAtMostAmpTimesWhatWasAppended) {
+  vol_.options().fs.compact_slices = 8;
+  vol_.options().fs.compact_write_amp = 8;
+  vol_.options().fs.compact_slices_max = 1000;
+  ASSERT_TRUE(vol_.Remount().ok());
+  std::string model = Pattern(2 << 20, 21);
+  Result<InodeId> ino = WriteFile(fs(), kRootInode, "f", model);
+  ASSERT_TRUE(ino.ok());
+  FileSystem::Opened o = OpenRw(*ino);
+  std::mt19937_64 rng(22);
+  auto scattered = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      const uint64_t pos = (rng() % 512) * 4096;
+      const std::string piece = Pattern(4096, rng());
+      ASSERT_TRUE(fs()->Write(o.fh, pos, {piece.data(), piece.size()}).ok());
+      model.replace(pos, piece.size(), piece);
+      ASSERT_TRUE(fs()->Fsync(o.fh, false).ok());
+    }
+  };
+  scattered(10);  // with the first write's 2 MiB: compacted
+  ASSERT_TRUE(fs()->RunMaintenance().ok());
+  EXPECT_EQ(fs()->Stats().chunks_compacted, 1u);
+  EXPECT_EQ(fs()->Stats().compactions_deferred, 0u);
+  EXPECT_EQ(Chunk(*ino, 0).size(), 1u);
+  scattered(20);  // 80 KiB appended: a rewrite of 2 MiB is 25.6 bytes per byte
+  ASSERT_TRUE(fs()->RunMaintenance().ok());
+  EXPECT_EQ(fs()->Stats().chunks_compacted, 1u);
+  EXPECT_EQ(fs()->Stats().compactions_deferred, 1u);
+  EXPECT_EQ(Chunk(*ino, 0).size(), 21u);
+  scattered(40);  // 240 KiB: still below 2 MiB / 8, not even looked at again
+  ASSERT_TRUE(fs()->RunMaintenance().ok());
+  EXPECT_EQ(fs()->Stats().chunks_compacted, 1u);
+  EXPECT_EQ(fs()->Stats().compactions_deferred, 1u);
+  EXPECT_EQ(PRead(o.fh, 0, model.size()), model);
+  scattered(5);  // 260 KiB >= 256 KiB
+  ASSERT_TRUE(fs()->RunMaintenance().ok());
+  EXPECT_EQ(fs()->Stats().chunks_compacted, 2u);
+  EXPECT_EQ(Chunk(*ino, 0).size(), 1u);
+  EXPECT_EQ(PRead(o.fh, 0, model.size()), model);
+  ASSERT_TRUE(fs()->Release(o.fh).ok());
+  ASSERT_TRUE(vol_.Remount().ok());
+  EXPECT_EQ(*ReadFile(fs(), *ino), model);
+}
+
+// compact_slices_max records compact a chunk however few bytes they carry.
+TEST_F(DataTest, CompactionOfManyTinyRecordsDoesNotWaitForBytes) {
+  vol_.options().fs.compact_slices = 8;
+  vol_.options().fs.compact_slices_max = 30;
+  ASSERT_TRUE(vol_.Remount().ok());
+  std::string model = Pattern(4 << 20, 23);
+  Result<InodeId> ino = WriteFile(fs(), kRootInode, "f", model);
+  ASSERT_TRUE(ino.ok());
+  FileSystem::Opened o = OpenRw(*ino);
+  std::mt19937_64 rng(24);
+  auto tiny = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      const uint64_t pos = rng() % (model.size() - 16);
+      const std::string piece = Pattern(16, rng());
+      ASSERT_TRUE(fs()->Write(o.fh, pos, {piece.data(), piece.size()}).ok());
+      model.replace(pos, piece.size(), piece);
+      ASSERT_TRUE(fs()->Fsync(o.fh, false).ok());
+    }
+  };
+  tiny(8);  // with the first write's 4 MiB: compacted
+  ASSERT_TRUE(fs()->RunMaintenance().ok());
+  EXPECT_EQ(fs()->Stats().chunks_compacted, 1u);
+  tiny(16);  // 16 records of 16 bytes: deferred
+  ASSERT_TRUE(fs()->RunMaintenance().ok());
+  EXPECT_EQ(fs()->Stats().compactions_deferred, 1u);
+  EXPECT_EQ(fs()->Stats().chunks_compacted, 1u);
+  tiny(14);  // 30 records
+  ASSERT_TRUE(fs()->RunMaintenance().ok());
+  EXPECT_EQ(fs()->Stats().chunks_compacted, 2u);
+  EXPECT_EQ(Chunk(*ino, 0).size(), 1u);
+  EXPECT_EQ(PRead(o.fh, 0, model.size()), model);
+  ASSERT_TRUE(fs()->Release(o.fh).ok());
+}
+
 TEST_F(DataTest, CopyFileRangeCopiesBytes) {
   const std::string data = Pattern(700000, 15);
   Result<InodeId> src = WriteFile(fs(), kRootInode, "src", data);

@@ -135,6 +135,7 @@ nlohmann::ordered_json FileSystem::StatsJson() const {
   nlohmann::ordered_json comp;
   comp["chunks_compacted"] = s.chunks_compacted;
   comp["bytes_rewritten"] = s.compaction_bytes;
+  comp["deferred"] = s.compactions_deferred;
   comp["objects_deleted"] = s.deletions_done;
   comp["inodes_freed"] = s.inodes_freed;
   j["compaction"] = std::move(comp);

@@ -13,7 +13,7 @@ namespace folio::fs {
 struct FsCounters {
   std::atomic<uint64_t> commits{0}, slices_committed{0};
   std::atomic<uint64_t> packed_files{0}, packs_written{0}, pack_bytes{0}, packs_rewritten{0};
-  std::atomic<uint64_t> chunks_compacted{0}, compaction_bytes{0};
+  std::atomic<uint64_t> chunks_compacted{0}, compaction_bytes{0}, compactions_deferred{0};
   std::atomic<uint64_t> deletions_done{0}, deletions_deferred{0}, inodes_freed{0};
   std::atomic<uint64_t> read_bytes{0}, write_bytes{0};
 
@@ -32,6 +32,7 @@ struct FsCounters {
     s->packs_rewritten = ld(packs_rewritten);
     s->chunks_compacted = ld(chunks_compacted);
     s->compaction_bytes = ld(compaction_bytes);
+    s->compactions_deferred = ld(compactions_deferred);
     s->deletions_done = ld(deletions_done);
     s->deletions_deferred = ld(deletions_deferred);
     s->inodes_freed = ld(inodes_freed);
