@@ -83,12 +83,21 @@ Status DataPath::CompactChunk(InodeId ino, uint32_t chunk, const Appended& appen
     }
     bytes += seg.len;
   }
-  // Too much to rewrite for what was appended: wait for more (what came meanwhile is kept).
+  // Worth it when the small records appended pay for the rewrite (at most compact_write_amp
+  // bytes written per byte appended), when most of what the list references is shadowed (space
+  // to reclaim), or when the records are too many. Else wait for more appends (what came
+  // meanwhile is kept; large bytes count again from here: the shadowed bytes were just seen).
   const FsOptions& o = ctx_.options;
   const uint64_t amp = std::max<uint32_t>(1, o.compact_write_amp);
-  if (appended.records < o.compact_slices_max && appended.bytes * amp < bytes) {
+  uint64_t referenced = 0;
+  for (const meta::Slice& sl : old) referenced += sl.kind == meta::SliceKind::kZero ? 0 : sl.len;
+  const uint64_t shadowed = referenced > bytes ? referenced - bytes : 0;
+  if (appended.records < o.compact_slices_max && appended.small_bytes * amp < bytes &&
+      shadowed < bytes) {
     Appended later = appended;
-    later.need_bytes = (bytes + amp - 1) / amp;
+    later.large_bytes = 0;
+    later.need_small = (bytes + amp - 1) / amp;
+    later.need_large = bytes - shadowed;
     NoteSlices(ino, chunk, later);
     FsCounters::Add(ctx_.counters->compactions_deferred);
     return Status::OK();
@@ -145,7 +154,7 @@ Status DataPath::CompactChunk(InodeId ino, uint32_t chunk, const Appended& appen
       // Looked at again at the next pass.
       Appended again = appended;
       again.records = std::max<uint64_t>(again.records, o.compact_slices);
-      again.need_bytes = 0;
+      again.need_small = again.need_large = 0;
       NoteSlices(ino, chunk, again);
     }
     return s;

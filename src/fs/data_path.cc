@@ -378,11 +378,14 @@ void DataPath::NoteSlices(InodeId ino, uint32_t chunk, const Appended& added) {
   std::lock_guard<std::mutex> lock(mu_);
   Appended& a = appended_[{Raw(ino), chunk}];
   a.records += added.records;
-  a.bytes += added.bytes;
-  a.need_bytes = std::max(a.need_bytes, added.need_bytes);
+  a.small_bytes += added.small_bytes;
+  a.large_bytes += added.large_bytes;
+  a.need_small = std::max(a.need_small, added.need_small);
+  a.need_large = std::max(a.need_large, added.need_large);
   const FsOptions& o = ctx_.options;
   if (a.records >= o.compact_slices &&
-      (a.bytes >= a.need_bytes || a.records >= o.compact_slices_max)) {
+      (a.small_bytes >= a.need_small || a.large_bytes >= a.need_large ||
+       a.records >= o.compact_slices_max)) {
     compact_.insert({Raw(ino), chunk});
   }
 }

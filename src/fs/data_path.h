@@ -121,9 +121,13 @@ class DataPath {
   // What this mount appended to a chunk since its last compaction (FsOptions::compact_*).
   struct Appended {
     uint64_t records = 0;
-    uint64_t bytes = 0;       // the records' lengths
-    uint64_t need_bytes = 0;  // bytes to wait for: a compaction found it would write
-                              // compact_write_amp times more (0: not looked at yet)
+    uint64_t small_bytes = 0;  // lengths of the records shorter than a block
+    uint64_t large_bytes = 0;  // lengths of the others, since the chunk was last looked at
+    // Set when a look left the chunk: the small bytes that make the rewrite worth it
+    // (compact_write_amp), and the large bytes that could make most of what the chunk
+    // references shadowed. 0: not looked at yet.
+    uint64_t need_small = 0;
+    uint64_t need_large = 0;
   };
   // A commit appended records to a chunk: a candidate for compaction (see FsOptions).
   void NoteSlices(InodeId ino, uint32_t chunk, const Appended& added);

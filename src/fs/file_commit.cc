@@ -87,7 +87,9 @@ Result<InodeDevice::Owner::CommitOutcome> FileData::CommitRecords(std::span<cons
   for (const auto& [chunk, slices] : by_chunk) {
     DataPath::Appended a;
     a.records = slices.size();
-    for (const meta::Slice& sl : slices) a.bytes += sl.len;
+    for (const meta::Slice& sl : slices) {
+      (sl.len < ctx.format.block_bytes ? a.small_bytes : a.large_bytes) += sl.len;
+    }
     dp_->NoteSlices(ino_, chunk, a);
   }
   return CommitOutcome::kCommitted;

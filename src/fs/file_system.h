@@ -86,11 +86,12 @@ struct FsOptions {
   // file until its last close here.
   bool shared = false;
   // Compaction of a chunk (rewriting what it shows as one slice) waits for this mount to have
-  // appended compact_slices records to it since it was last compacted, and then for those
-  // records' bytes times compact_write_amp to reach the bytes the rewrite writes (what the chunk
-  // shows), or for compact_slices_max records: random 4 KiB writes over a 64 MiB chunk are
-  // compacted after 8 MiB of them (at most 8 bytes written per byte appended) instead of after
-  // every 64 (1024 bytes per byte appended), while a small file's appends still are after 64.
+  // appended compact_slices records to it since it was last compacted, and then for the bytes
+  // of those shorter than a block, times compact_write_amp, to reach the bytes the rewrite
+  // writes (what the chunk shows), for most of what the list references to be shadowed, or for
+  // compact_slices_max records: random 4 KiB writes over a 64 MiB chunk are compacted after
+  // 8 MiB of them (at most 8 bytes written per byte appended) instead of after every 64 (1024
+  // bytes per byte appended), while a small file's appends still are after 64.
   uint32_t compact_slices = 64;
   uint32_t compact_slices_max = 4096;
   uint32_t compact_write_amp = 8;
