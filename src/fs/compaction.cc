@@ -1,8 +1,9 @@
 // DataPath: compaction of chunks with many slices, and rewriting of packs with little live data.
 //
 // Chunk compaction (a chunk this mount appended compact_slices records to since it last looked,
-// and enough bytes that the rewrite writes at most compact_write_amp bytes per byte appended, or
-// compact_slices_max records; FsOptions):
+// when the bytes of those shorter than a block pay for the rewrite, at most compact_write_amp
+// bytes written per byte appended, or most of what the list references is shadowed, or the
+// records reached compact_slices_max; FsOptions):
 //   1. read the chunk's committed list and the bytes it shows (every data extent; holes and
 //      kZero ranges stay holes, so a sparse file stays sparse);
 //   2. write those bytes as ONE new stored slice (extents back to back, blocks put and durable);
