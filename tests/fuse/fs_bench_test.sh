@@ -94,7 +94,26 @@ else
 fi
 if nothing_left; then ok "nothing mounted, temp directory removed"; else fail "left behind"; fi
 
-# 2. SIGINT in the middle: exit 130, everything unmounted, temp directory removed.
+# 2. The small-file phases alone: their rows are the first the report gets, and Folio's write
+#    figure and object count were lost (a reference to the write row outlived the vector growing
+#    for the read row).
+if "$FOLIO" fs bench --quick --json --dir "$T" --phases smallfiles >"$T/sf.json" 2>"$T/sf.err" &&
+   python3 - "$T/sf.json" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+phases = {p["phase"]: p for p in r["phases"]}
+w, rd = phases["smallfiles-write"], phases["smallfiles-read"]
+bad = [f"{p['phase']} {t}: {p['values'].get(t, 0)}" for p in (w, rd)
+       for t in ("folio", "ext4", "passthrough_ll") if not p["values"].get(t, 0) > 0]
+if not w.get("objects", {}).get("folio", 0) > 0:
+    bad.append(f"smallfiles-write objects: {w.get('objects')}")
+print("\n".join(bad) if bad else "ok")
+sys.exit(1 if bad else 0)
+PYEOF
+then ok "--phases smallfiles: every target's figures and Folio's object count"
+else fail "--phases smallfiles: $(tail -3 "$T/sf.err")"; fi
+
+# 3. SIGINT in the middle: exit 130, everything unmounted, temp directory removed.
 "$FOLIO" fs bench --quick --runtime 3 --dir "$T" >"$T/int.out" 2>"$T/int.err" &
 PID=$!
 for _ in $(seq 1 300); do
