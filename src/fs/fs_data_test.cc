@@ -45,6 +45,12 @@ class DataTest : public ::testing::Test {
     EXPECT_TRUE(o.ok()) << o.status().ToString();
     return o.ok() ? *o : FileSystem::Opened{};
   }
+  // Writes piece at pos, mirrors it in model and fsyncs: one slice record per call.
+  void WriteAndFsync(uint64_t fh, uint64_t pos, const std::string& piece, std::string* model) {
+    ASSERT_TRUE(fs()->Write(fh, pos, {piece.data(), piece.size()}).ok());
+    model->replace(pos, piece.size(), piece);
+    ASSERT_TRUE(fs()->Fsync(fh, false).ok());
+  }
   std::string PRead(uint64_t fh, uint64_t pos, size_t len) {
     std::string out(len, '\0');
     Result<size_t> n = fs()->Read(fh, pos, {out.data(), len});
@@ -695,10 +701,7 @@ TEST_F(DataTest, ManySlicesAreCompactedIntoOne) {
   std::mt19937_64 rng(14);
   for (int i = 0; i < 20; ++i) {
     const uint64_t pos = (rng() % 90) * 4096;
-    const std::string piece = Pattern(4096, rng());
-    ASSERT_TRUE(fs()->Write(o.fh, pos, {piece.data(), piece.size()}).ok());
-    model.replace(pos, piece.size(), piece);
-    ASSERT_TRUE(fs()->Fsync(o.fh, false).ok());
+    WriteAndFsync(o.fh, pos, Pattern(4096, rng()), &model);
   }
   EXPECT_GT(Chunk(*ino, 0).size(), 8u);
   ASSERT_TRUE(fs()->RunMaintenance().ok());
@@ -728,10 +731,7 @@ TEST_F(DataTest, CompactionWaitsUntilItWritesAtMostAmpTimesWhatWasAppended) {
   auto scattered = [&](int n) {
     for (int i = 0; i < n; ++i) {
       const uint64_t pos = (rng() % 512) * 4096;
-      const std::string piece = Pattern(4096, rng());
-      ASSERT_TRUE(fs()->Write(o.fh, pos, {piece.data(), piece.size()}).ok());
-      model.replace(pos, piece.size(), piece);
-      ASSERT_TRUE(fs()->Fsync(o.fh, false).ok());
+      WriteAndFsync(o.fh, pos, Pattern(4096, rng()), &model);
     }
   };
   scattered(20);  // 80 KiB appended: a rewrite of 2 MiB is 25.6 bytes per byte
@@ -764,9 +764,7 @@ TEST_F(DataTest, CompactionReclaimsAChunkMostlyShadowed) {
   ASSERT_TRUE(ino.ok());
   FileSystem::Opened o = OpenRw(*ino);
   for (uint64_t round = 0; round < 8; ++round) {
-    model = Pattern(2 << 20, 26 + round);
-    ASSERT_TRUE(fs()->Write(o.fh, 0, {model.data(), model.size()}).ok());
-    ASSERT_TRUE(fs()->Fsync(o.fh, false).ok());
+    WriteAndFsync(o.fh, 0, Pattern(2 << 20, 26 + round), &model);
   }
   EXPECT_GE(Chunk(*ino, 0).size(), 9u);
   ASSERT_TRUE(fs()->RunMaintenance().ok());
@@ -790,10 +788,7 @@ TEST_F(DataTest, CompactionOfManyTinyRecordsDoesNotWaitForBytes) {
   auto tiny = [&](int n) {
     for (int i = 0; i < n; ++i) {
       const uint64_t pos = rng() % (model.size() - 16);
-      const std::string piece = Pattern(16, rng());
-      ASSERT_TRUE(fs()->Write(o.fh, pos, {piece.data(), piece.size()}).ok());
-      model.replace(pos, piece.size(), piece);
-      ASSERT_TRUE(fs()->Fsync(o.fh, false).ok());
+      WriteAndFsync(o.fh, pos, Pattern(16, rng()), &model);
     }
   };
   tiny(16);  // 16 records of 16 bytes: deferred

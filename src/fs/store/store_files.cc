@@ -130,23 +130,17 @@ Status WriteFileAtomically(const std::string& top, const std::string& dir,
     fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   }
   if (fd < 0) return Status::FromErrno(errno, "create " + temp);
-  Status s;
-  bool written = false;
+  // Written directly (true), failed, or left to the page cache (false).
+  Result<bool> direct = false;
   if (mode == WriteMode::kDirect &&
       (direct_refused == nullptr || !direct_refused->load(std::memory_order_relaxed))) {
     FOLIO_DCHECK(reinterpret_cast<uintptr_t>(data.data()) % kDirectAlignBytes == 0);
-    Result<bool> direct = WriteDirect(fd, data, temp, stats);
-    if (!direct.ok()) {
-      s = direct.status();
-      written = true;  // failed: nothing more to write
-    } else {
-      written = *direct;
-      if (!written && data.size() >= kDirectAlignBytes && direct_refused != nullptr) {
-        direct_refused->store(true, std::memory_order_relaxed);
-      }
+    direct = WriteDirect(fd, data, temp, stats);
+    if (direct.ok() && !*direct && data.size() >= kDirectAlignBytes && direct_refused != nullptr) {
+      direct_refused->store(true, std::memory_order_relaxed);
     }
   }
-  if (!written) s = WriteAll(fd, data, temp);
+  Status s = !direct.ok() ? direct.status() : *direct ? Status::OK() : WriteAll(fd, data, temp);
   if (s.ok() && sync == PutSync::kNow) {
     if (::fsync(fd) != 0) s = Status::FromErrno(errno, "fsync " + temp);
     if (stats != nullptr) stats->RecordFsync();
