@@ -132,6 +132,13 @@ Result<Attr> FileSystem::CreateNode(const Cred& cred, InodeId parent, std::strin
     if (proto.type == FileType::kDirectory && dir.nlink >= kLinkMax) {
       return Errno(EMLINK, InodeText(parent));
     }
+    // A directory's folio policy is inherited by everything made below it. Read before the
+    // writes: an engine that sends writes with the next read (PostgreSQL) then sends them all
+    // with the commit.
+    std::optional<std::string> inherited;
+    if (proto.type == FileType::kRegular || proto.type == FileType::kDirectory) {
+      FOLIO_ASSIGN_OR_RETURN(inherited, t.GetXattr(parent, kPolicyXattr));
+    }
     meta::Inode inode = proto;
     inode.ino = id;
     InitOwner(dir, cred, &inode);
@@ -142,13 +149,8 @@ Result<Attr> FileSystem::CreateNode(const Cred& cred, InodeId parent, std::strin
     FOLIO_RETURN_IF_ERROR(t.PutInode(inode));
     FOLIO_RETURN_IF_ERROR(t.PutEntry(meta::Entry{parent, std::string(name), id, inode.type}));
     if (proto.type == FileType::kSymlink) FOLIO_RETURN_IF_ERROR(t.PutSymlink(id, symlink_target));
-    if (proto.type == FileType::kRegular || proto.type == FileType::kDirectory) {
-      // A directory's folio policy is inherited by everything made below it.
-      FOLIO_ASSIGN_OR_RETURN(std::optional<std::string> inherited,
-                             t.GetXattr(parent, kPolicyXattr));
-      if (inherited) FOLIO_RETURN_IF_ERROR(t.PutXattr(id, kPolicyXattr, *inherited));
-      if (policy != nullptr) *policy = std::move(inherited);
-    }
+    if (inherited) FOLIO_RETURN_IF_ERROR(t.PutXattr(id, kPolicyXattr, *inherited));
+    if (policy != nullptr) *policy = std::move(inherited);
     dir.mtime_ns = dir.ctime_ns = now;
     dir.size_bytes += 1;
     if (proto.type == FileType::kDirectory) dir.nlink += 1;

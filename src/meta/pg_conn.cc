@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <optional>
 
 #include "meta/server_util.h"
 
@@ -111,9 +112,13 @@ Status PgConn::Check(PGresult* r, std::string_view sql) {
 
 Result<PgRows> PgConn::Exec(std::string_view sql, const std::vector<PgParam>& params) {
   if (broken_) return Status::IOError(display_ + ": connection lost");
+  if (!queued_.empty()) {
+    const Statement last{std::string(sql), params, /*prepared=*/true};
+    return RunPipeline(&last);
+  }
   auto it = prepared_.find(std::string(sql));
   if (it == prepared_.end()) {
-    const std::string name = fmt::format("s{}", prepared_.size());
+    const std::string name = fmt::format("s{}", next_statement_++);
     std::vector<Oid> types;
     for (const PgParam& p : params) types.push_back(p.type);
     PgRows r(PQprepare(conn_, name.c_str(), std::string(sql).c_str(),
@@ -137,9 +142,116 @@ Result<PgRows> PgConn::Exec(std::string_view sql, const std::vector<PgParam>& pa
 
 Result<PgRows> PgConn::Simple(std::string_view sql) {
   if (broken_) return Status::IOError(display_ + ": connection lost");
+  FOLIO_RETURN_IF_ERROR(Flush());
   PgRows r(PQexec(conn_, std::string(sql).c_str()));
   FOLIO_RETURN_IF_ERROR(Check(r.raw(), sql));
   return r;
+}
+
+Status PgConn::Queue(std::string_view sql, std::vector<PgParam> params, bool prepared) {
+  if (broken_) return Status::IOError(display_ + ": connection lost");
+  queued_.push_back(Statement{std::string(sql), std::move(params), prepared});
+  return queued_.size() >= kQueueMax ? Flush() : Status::OK();
+}
+
+Status PgConn::Flush() {
+  if (queued_.empty()) return Status::OK();
+  return RunPipeline(nullptr).status();
+}
+
+Status PgConn::LostWhileSending() {
+  broken_ = true;
+  return Status::IOError(
+      fmt::format("{}: connection lost: {}", display_, OneLine(PQerrorMessage(conn_))));
+}
+
+// libpq's pipeline mode: every statement (and the Prepare of one not prepared yet) is sent,
+// then one Sync; the results come back in order, each command's followed by a NULL, the Sync's
+// last. The server runs nothing after a failed command until the Sync (PGRES_PIPELINE_ABORTED).
+// The results are small (a command tag per write; rows only for the last statement), so
+// sending everything before reading cannot fill both sockets' buffers.
+Result<PgRows> PgConn::RunPipeline(const Statement* last) {
+  std::vector<Statement> stmts = std::move(queued_);
+  queued_.clear();
+  if (broken_) return Status::IOError(display_ + ": connection lost");
+  if (last != nullptr) stmts.push_back(*last);
+  if (stmts.empty()) return PgRows(nullptr);
+  if (PQenterPipelineMode(conn_) != 1) return LostWhileSending();
+  struct Sent {
+    size_t stmt;
+    bool prepare;  // the Prepare of stmt (its Execute is the next command)
+  };
+  std::vector<Sent> sent;
+  std::vector<Oid> types;
+  std::vector<const char*> values;
+  std::vector<int> lengths;
+  std::vector<int> formats;
+  for (size_t i = 0; i < stmts.size(); ++i) {
+    const Statement& st = stmts[i];
+    if (!st.prepared) {
+      if (PQsendQueryParams(conn_, st.sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 1) !=
+          1) {
+        return LostWhileSending();
+      }
+      sent.push_back({i, false});
+      continue;
+    }
+    auto it = prepared_.find(st.sql);
+    if (it == prepared_.end()) {
+      const std::string name = fmt::format("s{}", next_statement_++);
+      types.clear();
+      for (const PgParam& p : st.params) types.push_back(p.type);
+      if (PQsendPrepare(conn_, name.c_str(), st.sql.c_str(), static_cast<int>(types.size()),
+                        types.data()) != 1) {
+        return LostWhileSending();
+      }
+      sent.push_back({i, true});
+      it = prepared_.emplace(st.sql, name).first;  // forgotten below if the Prepare fails
+    }
+    values.clear();
+    lengths.clear();
+    formats.clear();
+    for (const PgParam& p : st.params) {
+      values.push_back(p.bytes.data());
+      lengths.push_back(static_cast<int>(p.bytes.size()));
+      formats.push_back(1);
+    }
+    if (PQsendQueryPrepared(conn_, it->second.c_str(), static_cast<int>(st.params.size()),
+                            values.data(), lengths.data(), formats.data(),
+                            /*resultFormat=*/1) != 1) {
+      return LostWhileSending();
+    }
+    sent.push_back({i, false});
+  }
+  if (PQpipelineSync(conn_) != 1) return LostWhileSending();
+
+  Status first_error;
+  std::optional<PgRows> rows;
+  for (const Sent& s : sent) {
+    const std::string& sql = stmts[s.stmt].sql;
+    PgRows r(PQgetResult(conn_));
+    const ExecStatusType st = PQresultStatus(r.raw());
+    if (r.raw() == nullptr || st != PGRES_PIPELINE_ABORTED) {
+      Status c = Check(r.raw(), sql);
+      if (broken_) return c;
+      if (!c.ok() && first_error.ok()) first_error = std::move(c);
+    }
+    if (s.prepare && st != PGRES_COMMAND_OK) prepared_.erase(sql);
+    PGresult* end = PQgetResult(conn_);  // the command's NULL
+    if (end != nullptr) {
+      PQclear(end);
+      broken_ = true;
+      return Status::IOError(display_ + ": unexpected extra result in a pipeline");
+    }
+    if (!s.prepare && s.stmt + 1 == stmts.size()) rows.emplace(std::move(r));
+  }
+  PgRows sync(PQgetResult(conn_));
+  if (PQresultStatus(sync.raw()) != PGRES_PIPELINE_SYNC || PQexitPipelineMode(conn_) != 1) {
+    return LostWhileSending();
+  }
+  if (!first_error.ok()) return first_error;
+  if (!rows) return PgRows(nullptr);
+  return std::move(*rows);
 }
 
 }  // namespace folio::meta

@@ -7,6 +7,13 @@
 // Parameters and results use libpq's binary format: integers are int8 (every integer column
 // of the schema is BIGINT), names and blobs bytea, strings text.
 //
+// Round trips: statements that return nothing the caller needs (a transaction's BEGIN, its
+// writes, COMMIT) are queued (Queue) and go out with the next statement that returns rows, or
+// with Flush, as one libpq pipeline: one round trip for all of them. A queued statement's error
+// is returned by the call that sends it; the statements after a failed one in the same pipeline
+// are not run (the server aborts the pipeline), so the transaction is left in error as if the
+// failing statement had run alone.
+//
 // Thread safety: none; one thread at a time (the engine's pool).
 #pragma once
 
@@ -63,11 +70,22 @@ class PgConn {
   PgConn(const PgConn&) = delete;
   PgConn& operator=(const PgConn&) = delete;
 
-  // Runs a prepared statement (prepared on first use).
+  // Runs a prepared statement (prepared on first use), after what is queued, in one round trip.
   Result<PgRows> Exec(std::string_view sql, const std::vector<PgParam>& params = {});
   // Runs SQL without parameters (BEGIN, COMMIT, DDL; several statements allowed); the rows of
-  // the last one, in text format.
+  // the last one, in text format. What is queued is sent first.
   Result<PgRows> Simple(std::string_view sql);
+  // Queues a statement that returns no rows: prepared (on first use) with `params`, or, with
+  // prepared = false, one parameterless statement such as BEGIN or COMMIT. Sent by the next
+  // Exec, Simple or Flush (or here, once kQueueMax statements wait). Errors: IOError on a
+  // connection already lost (or lost sending a full queue), a queued statement's error.
+  Status Queue(std::string_view sql, std::vector<PgParam> params, bool prepared = true);
+  // Sends what is queued, in one round trip. OK when nothing is queued.
+  Status Flush();
+  // Forgets what is queued (the transaction it belonged to is abandoned).
+  void DiscardQueued() { queued_.clear(); }
+  size_t queued() const { return queued_.size(); }
+  static constexpr size_t kQueueMax = 64;
 
   bool broken() const { return broken_; }
   bool conflict() const { return conflict_; }
@@ -92,12 +110,23 @@ class PgConn {
 
  private:
   PgConn(PGconn* c, std::string display) : conn_(c), display_(std::move(display)) {}
+  struct Statement {
+    std::string sql;
+    std::vector<PgParam> params;
+    bool prepared = true;
+  };
   // OK for a result of status `want`; else the mapped error (sets conflict_ / broken_).
   Status Check(PGresult* r, std::string_view sql);
+  // Sends queued_, then `last` if given, as one pipeline; clears queued_. The rows of `last`
+  // (of the last queued statement without it); the first error otherwise.
+  Result<PgRows> RunPipeline(const Statement* last);
+  Status LostWhileSending();
 
   PGconn* conn_;
   std::string display_;
   std::unordered_map<std::string, std::string> prepared_;  // SQL -> statement name
+  uint64_t next_statement_ = 0;                             // names s0, s1, ...
+  std::vector<Statement> queued_;
   bool broken_ = false;
   bool conflict_ = false;
   Identity identity_;

@@ -73,6 +73,7 @@ class PgEngine final : public MetaEngine {
   Result<bool> ProbeReady(PgConn& conn);
   AttemptOutcome Attempt(PgConn& conn, TxnMode mode, const std::function<Status(Txn&)>& fn,
                          Status* result, std::optional<InDoubt>* doubt);
+  Status Commit(PgConn& conn);
   Status CommitWrite(PgConn& conn, std::optional<InDoubt>* doubt);
   Result<bool> CommittedInDoubt(const InDoubt& doubt, SteadyClock::time_point deadline);
   Status InitIn(PgConn& conn, InitMode mode);
@@ -115,6 +116,7 @@ Result<PgEngine::Lease> PgEngine::AcquireUntil(SteadyClock::time_point deadline)
 
 void PgEngine::Release(std::unique_ptr<PgConn> conn) {
   if (conn->broken()) return;
+  conn->DiscardQueued();  // an abandoned transaction's writes (and BEGIN) never went out
   if (!conn->idle()) (void)conn->Simple("ROLLBACK");
   conn->clear_conflict();
   if (conn->broken() || !conn->idle()) return;
@@ -195,10 +197,13 @@ Status PgEngine::Transact(std::string_view op, TxnMode mode,
 
 AttemptOutcome PgEngine::Attempt(PgConn& conn, TxnMode mode, const std::function<Status(Txn&)>& fn,
                                  Status* result, std::optional<InDoubt>* doubt) {
-  auto begin = conn.Simple(mode == TxnMode::kRead ? "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY"
-                                                  : "BEGIN ISOLATION LEVEL SERIALIZABLE");
+  // BEGIN goes out with the transaction's first statement (PgConn::Queue).
+  const Status begin = conn.Queue(mode == TxnMode::kRead
+                                      ? "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY"
+                                      : "BEGIN ISOLATION LEVEL SERIALIZABLE",
+                                  {}, /*prepared=*/false);
   if (!begin.ok()) {
-    *result = begin.status();
+    *result = begin;
     return conn.broken() ? AttemptOutcome::kLostConnection : AttemptOutcome::kDone;
   }
   {
@@ -220,8 +225,11 @@ AttemptOutcome PgEngine::Attempt(PgConn& conn, TxnMode mode, const std::function
           0) {
     return AttemptOutcome::kConflict;
   }
-  const Status commit =
-      mode == TxnMode::kWrite ? CommitWrite(conn, doubt) : conn.Simple("COMMIT").status();
+  if (mode == TxnMode::kRead && conn.queued() == 1) {  // fn ran nothing: only BEGIN waits
+    conn.DiscardQueued();
+    return AttemptOutcome::kDone;
+  }
+  const Status commit = mode == TxnMode::kWrite ? CommitWrite(conn, doubt) : Commit(conn);
   if (commit.ok()) {
     if (mode == TxnMode::kWrite) commits_.fetch_add(1, std::memory_order_relaxed);
     return AttemptOutcome::kDone;
@@ -236,16 +244,20 @@ AttemptOutcome PgEngine::Attempt(PgConn& conn, TxnMode mode, const std::function
   return AttemptOutcome::kDone;
 }
 
-// The connection's marker row, then COMMIT, in one round trip (both statements in one
-// message). From here on, until a reply says otherwise, the transaction is in doubt.
+Status PgEngine::Commit(PgConn& conn) {
+  FOLIO_RETURN_IF_ERROR(conn.Queue("COMMIT", {}, /*prepared=*/false));
+  return conn.Flush();
+}
+
+// The writes still queued, the connection's marker row, then COMMIT, in one round trip. From
+// here on, until a reply says otherwise, the transaction is in doubt.
 Status PgEngine::CommitWrite(PgConn& conn, std::optional<InDoubt>* doubt) {
   *doubt = InDoubt{conn.identity(), conn.NextCommitSeq()};
-  return conn
-      .Simple(fmt::format("INSERT INTO txn_markers(conn, seq, written_at) VALUES({}, {}, now()) "
-                          "ON CONFLICT(conn) DO UPDATE SET seq = excluded.seq, written_at = "
-                          "excluded.written_at; COMMIT",
-                          static_cast<int64_t>((*doubt)->who.id), (*doubt)->seq))
-      .status();
+  FOLIO_RETURN_IF_ERROR(conn.Queue(
+      "INSERT INTO txn_markers(conn, seq, written_at) VALUES($1, $2, now()) ON CONFLICT(conn) DO "
+      "UPDATE SET seq = excluded.seq, written_at = excluded.written_at",
+      {PgParam::U((*doubt)->who.id), PgParam::U((*doubt)->seq)}));
+  return Commit(conn);
 }
 
 // Whether the in-doubt transaction committed, asked on `conn`: its connection's server process

@@ -38,7 +38,8 @@ std::string CommitATransaction(const std::string& url) {
 
 // PostgreSQL hands a crashed transaction's id, when none of its WAL reached the disk, to a
 // later transaction: asked with txid_status, that id says "committed" for a transaction that
-// never was (this lost a committed write in CrashMidWorkload). Here fn writes, then the server
+// never was (this lost a committed write in CrashMidWorkload). Here fn writes (and reads, which
+// sends the write), then the server
 // is crashed before the engine sends COMMIT, and after the restart another connection commits
 // a transaction, which takes the same id. The engine must see that its own COMMIT never
 // arrived and run fn again. Repeated (up to kRounds) until the id was taken again: when the
@@ -58,6 +59,9 @@ TEST(PgFaultTest, CommitLostInACrashIsNotTakenForALaterTransactionWithItsId) {
     const Status s = engine->Transact("lost-commit", TxnMode::kWrite, [&](Txn& t) -> Status {
       ++runs;
       FOLIO_RETURN_IF_ERROR(t.PutInode(TestInode(Raw(ino))));
+      // Writes wait to go out with the next read or the commit (PgConn::Queue): this read
+      // sends the write, so the server's transaction holds an id when the server crashes.
+      FOLIO_RETURN_IF_ERROR(t.GetInode(ino).status());
       if (runs == 1) {
         crashed_id = OtherTransactionId(url);
         if (!server.CrashAndRestart(std::chrono::milliseconds(0))) {

@@ -61,7 +61,7 @@ Status PgTxn::Writable(std::string_view method) const {
 Status PgTxn::Write(std::string_view method, std::string_view sql,
                     const std::vector<PgParam>& params) {
   FOLIO_RETURN_IF_ERROR(Writable(method));
-  return conn_.Exec(sql, params).status();
+  return conn_.Queue(sql, params);  // sent with the next read or the commit
 }
 
 Result<std::vector<InodeId>> PgTxn::InodeIds(std::string_view sql,

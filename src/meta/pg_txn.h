@@ -3,7 +3,9 @@
 // engine's (pg_schema.cc, docs/format/meta.md). Writes in a kRead transaction are
 // InvalidArgument; rows holding values outside a record's range are Corruption. A statement
 // that hits a serialization failure, deadlock or unique-violation race fails (Busy) and marks
-// the connection's conflict(): the engine then re-runs fn, whatever fn returned.
+// the connection's conflict(): the engine then re-runs fn, whatever fn returned. Writes are
+// queued and sent with the next read or the commit (PgConn::Queue): a create is three round
+// trips (BEGIN with the first read, the reads, the writes with the commit), not nine.
 //
 // Methods are split over pg_txn.cc (inodes, entries, symlinks, xattrs, chunks, slice refs,
 // counters) and pg_txn_locks.cc (sessions, locks, sustained inodes, deletions, format).
@@ -84,7 +86,9 @@ class PgTxn final : public Txn {
  private:
   // InvalidArgument for a write in a kRead transaction, naming the method.
   Status Writable(std::string_view method) const;
-  // Runs a statement that returns no rows, after Writable(method).
+  // Queues a statement that returns no rows, after Writable(method): it goes out with the
+  // transaction's next read or its commit, in one round trip (PgConn::Queue); its error, if
+  // any, is that call's.
   Status Write(std::string_view method, std::string_view sql, const std::vector<PgParam>& params);
   // The ids of a query whose first column is an id.
   Result<std::vector<InodeId>> InodeIds(std::string_view sql, const std::vector<PgParam>& params);
