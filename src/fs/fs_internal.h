@@ -102,6 +102,9 @@ struct DirHandle {
   // The (offset, name) of the entries of the last two pages returned, to resume from an
   // offset the kernel hands back. GUARDED_BY(mu)
   std::vector<std::pair<uint64_t, std::string>> recent;
+  // The offset of the last entry of a listing that reached the end of the directory (0: none
+  // did yet): reading on from it returns nothing without asking the metadata. GUARDED_BY(mu)
+  uint64_t end_offset = 0;
 };
 
 }  // namespace folio::fs

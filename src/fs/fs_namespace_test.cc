@@ -404,6 +404,55 @@ TEST_F(NamespaceTest, ReadDirPagesThroughLargeDirectories) {
   EXPECT_TRUE(fs()->ReleaseDir(*dh).ok());
 }
 
+// readdir(3) and the kernel read on until a page comes back empty: past the end of a listing
+// that reached it, that answer needs no transaction. A rewind lists again from the metadata, and
+// the end offset of the old listing (now in the middle of a longer one) does not cut it short.
+TEST_F(NamespaceTest, ReadDirPastTheEndAsksNothingAndARewindListsEverything) {
+  Attr d = MustMkdir(kRootInode, "ends");
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(fs()->Mknod(Cred::Root(), d.ino(), "a" + std::to_string(i), FileType::kRegular,
+                            0644, 0).ok());
+  }
+  auto readdirs = [&] {
+    for (const meta::MetaOpStats& s : vol_.meta()->Stats().ops) {
+      if (s.op == "readdir") return s.count;
+    }
+    return uint64_t{0};
+  };
+  Result<uint64_t> dh = fs()->OpenDir(Cred::Root(), d.ino());
+  ASSERT_TRUE(dh.ok());
+  Result<std::vector<DirEntryOut>> all = fs()->ReadDir(*dh, 0, 64, /*plus=*/true);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 12u);
+  const uint64_t end = all->back().offset;
+  const uint64_t before = readdirs();
+  Result<std::vector<DirEntryOut>> past = fs()->ReadDir(*dh, end, 64, true);
+  ASSERT_TRUE(past.ok());
+  EXPECT_TRUE(past->empty());
+  EXPECT_EQ(readdirs(), before) << "reading on at the end ran a transaction";
+
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(fs()->Mknod(Cred::Root(), d.ino(), "b" + std::to_string(i), FileType::kRegular,
+                            0644, 0).ok());
+  }
+  std::set<std::string> got;
+  uint64_t offset = 0;
+  for (int pages = 0; pages < 100; ++pages) {
+    // Pages as large as the first listing: the first ends at its end offset.
+    Result<std::vector<DirEntryOut>> page = fs()->ReadDir(*dh, offset, all->size(), true);
+    ASSERT_TRUE(page.ok()) << page.status().ToString();
+    if (page->empty()) break;
+    for (const DirEntryOut& e : *page) {
+      if (e.name != "." && e.name != "..") {
+        EXPECT_TRUE(got.insert(e.name).second) << e.name;
+      }
+      offset = e.offset;
+    }
+  }
+  EXPECT_EQ(got.size(), 60u) << "the rewound listing stopped at the old end offset " << end;
+  EXPECT_TRUE(fs()->ReleaseDir(*dh).ok());
+}
+
 TEST_F(NamespaceTest, FlockAndPosixLocksConflict) {
   Attr f = MustFile(kRootInode, "f", "x");
   Result<FileSystem::Opened> a = fs()->Open(Cred::Root(), f.ino(), O_RDWR);

@@ -52,6 +52,11 @@ Result<std::vector<DirEntryOut>> FileSystem::ReadDir(uint64_t dh, uint64_t offse
   std::lock_guard<std::mutex> hl(h->mu);
   std::vector<DirEntryOut> out;
   if (max_entries == 0) return out;
+  // Reading on past the end of a listing that reached it (what readdir(3) and the kernel do
+  // to learn it ended). Entries made since are not listed until a rewind (offset 0), which
+  // POSIX allows for entries added after opendir or rewinddir.
+  if (offset != 0 && offset == h->end_offset) return out;
+  h->end_offset = 0;  // a rewind or a seek: the listing from here has not ended yet
 
   // Where to resume: after the entry with offset `offset` (its name), or from the start.
   std::string after;
@@ -137,6 +142,9 @@ Result<std::vector<DirEntryOut>> FileSystem::ReadDir(uint64_t dh, uint64_t offse
     h->recent.emplace_back(e.offset, e.name);
     out.push_back(std::move(e));
   }
+  // The metadata listed fewer entries than asked for, so every one of them was looked at (and
+  // is in out unless removed meanwhile): the listing reached the end.
+  if (page.size() < want && !out.empty()) h->end_offset = out.back().offset;
   return out;
 }
 
