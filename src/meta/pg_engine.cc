@@ -126,6 +126,16 @@ void PgEngine::Release(std::unique_ptr<PgConn> conn) {
 
 Result<bool> PgEngine::ProbeReady(PgConn& conn) {
   FOLIO_ASSIGN_OR_RETURN(PgSchemaState state, ProbePgSchema(conn));
+  if (state == PgSchemaState::kFolioUpgradable) {
+    if (options_.read_only) {
+      return Status::NotSupported(fmt::format(
+          "{}: the volume's schema is version 1, which this build reads only after upgrading "
+          "it; open it read-write once (mount it, or run folio fs fsck without --read-only)",
+          display_));
+    }
+    FOLIO_RETURN_IF_ERROR(UpgradePgSchema(conn));
+    state = PgSchemaState::kFolio;
+  }
   if (state == PgSchemaState::kFolio) ready_.store(true);
   return state == PgSchemaState::kFolio;
 }
@@ -347,6 +357,12 @@ Status PgEngine::InitIn(PgConn& conn, InitMode mode) {
   // Refuses a foreign database before changing anything in it.
   FOLIO_ASSIGN_OR_RETURN(PgSchemaState state, ProbePgSchema(conn));
   if (state == PgSchemaState::kEmpty) return CreatePgSchema(conn);
+  if (state == PgSchemaState::kFolioUpgradable) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: holds a volume of schema version 1; open it once (mount or fsck) to upgrade it "
+        "before formatting over it",
+        display_));
+  }
   if (mode == InitMode::kWipe) return WipePgSchema(conn);
   FOLIO_ASSIGN_OR_RETURN(PgRows f, conn.Simple("SELECT 1 FROM folio_meta WHERE name = 'format'"));
   if (f.size() > 0) {

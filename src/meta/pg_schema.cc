@@ -10,13 +10,27 @@
 namespace folio::meta {
 namespace {
 
-constexpr const char* kPgSchemaVersion = "1";
+// 2: a chunk's appended records are rows of chunk_appends (an append no longer rewrites the
+// chunk's whole list); version 1 volumes are upgraded when an engine opens them read-write.
+constexpr const char* kPgSchemaVersion = "2";
+constexpr const char* kPgSchemaVersionUpgradable = "1";
 
 // Every table of the schema; docs/format/meta.md shows the same text.
 constexpr const char* kPgTables[] = {
     "folio_meta", "inodes",   "entries", "symlinks", "xattrs",    "chunks",    "slice_refs",
     "counters",   "sessions", "flocks",  "plocks",   "sustained", "deletions", "txn_markers",
+    "chunk_appends",
 };
+// What version 1 lacks (its tables are the others).
+constexpr const char* kPgTableSinceV2 = "chunk_appends";
+
+// Version 1 -> 2: the append counter of every chunk and the table of appended records.
+constexpr const char* kPgUpgradeV2Sql = R"sql(
+ALTER TABLE chunks ADD COLUMN IF NOT EXISTS appends BIGINT NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS chunk_appends(ino BIGINT NOT NULL, idx BIGINT NOT NULL,
+  n BIGINT NOT NULL, slices BYTEA NOT NULL, PRIMARY KEY(ino, idx, n));
+UPDATE folio_meta SET value = '2' WHERE name = 'schema_version';
+)sql";
 
 constexpr const char* kPgSchemaSql = R"sql(
 CREATE TABLE folio_meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -30,7 +44,9 @@ CREATE TABLE symlinks(ino BIGINT PRIMARY KEY, target BYTEA NOT NULL);
 CREATE TABLE xattrs(ino BIGINT NOT NULL, name BYTEA NOT NULL, value BYTEA NOT NULL,
   PRIMARY KEY(ino, name));
 CREATE TABLE chunks(ino BIGINT NOT NULL, idx BIGINT NOT NULL, slices BYTEA NOT NULL,
-  PRIMARY KEY(ino, idx));
+  appends BIGINT NOT NULL DEFAULT 0, PRIMARY KEY(ino, idx));
+CREATE TABLE chunk_appends(ino BIGINT NOT NULL, idx BIGINT NOT NULL, n BIGINT NOT NULL,
+  slices BYTEA NOT NULL, PRIMARY KEY(ino, idx, n));
 CREATE TABLE slice_refs(id BIGINT PRIMARY KEY, kind BIGINT NOT NULL,
   object_bytes BIGINT NOT NULL, refs BIGINT NOT NULL);
 CREATE TABLE counters(name TEXT PRIMARY KEY, value BIGINT NOT NULL);
@@ -90,11 +106,14 @@ Result<PgSchemaState> ProbePgSchema(PgConn& conn) {
                   "current_schema() ORDER BY table_name"));
   if (tables.size() == 0) return PgSchemaState::kEmpty;
   std::vector<std::string> foreign;
+  bool has_v2_table = false;
   for (int i = 0; i < tables.size(); ++i) {
     const std::string_view t = tables.Bytes(i, 0);
     if (!IsPgFolioTable(t)) foreign.emplace_back(t);
+    has_v2_table |= t == kPgTableSinceV2;
   }
-  if (!foreign.empty() || tables.size() != static_cast<int>(std::size(kPgTables))) {
+  const int all = static_cast<int>(std::size(kPgTables));
+  if (!foreign.empty() || tables.size() != (has_v2_table ? all : all - 1)) {
     return Status::InvalidArgument(fmt::format(
         "{}: not a Folio volume (schema {} holds other tables{}{}); use an empty database or "
         "schema",
@@ -107,12 +126,29 @@ Result<PgSchemaState> ProbePgSchema(PgConn& conn) {
     return Status::InvalidArgument(
         fmt::format("{}: not a Folio volume (no schema_version)", conn.display()));
   }
-  if (v.Bytes(0, 0) != kPgSchemaVersion) {
+  if (v.Bytes(0, 0) == kPgSchemaVersionUpgradable && !has_v2_table) {
+    return PgSchemaState::kFolioUpgradable;
+  }
+  if (v.Bytes(0, 0) != kPgSchemaVersion || !has_v2_table) {
     return Status::NotSupported(fmt::format(
         "{}: schema version {} is newer than this build of Folio reads ({}); use a newer folio",
         conn.display(), v.Bytes(0, 0), kPgSchemaVersion));
   }
   return PgSchemaState::kFolio;
+}
+
+Status UpgradePgSchema(PgConn& conn) {
+  // Two engines opening the volume at once: the second waits for the first's upgrade, then
+  // finds nothing to do.
+  FOLIO_RETURN_IF_ERROR(conn.Simple("BEGIN; LOCK TABLE folio_meta IN ACCESS EXCLUSIVE MODE").status());
+  Status s = [&]() -> Status {
+    FOLIO_ASSIGN_OR_RETURN(PgSchemaState state, ProbePgSchema(conn));
+    if (state != PgSchemaState::kFolioUpgradable) return Status::OK();
+    return conn.Simple(kPgUpgradeV2Sql).status();
+  }();
+  if (s.ok()) s = conn.Simple("COMMIT").status();
+  if (!s.ok() && !conn.broken()) (void)conn.Simple("ROLLBACK");
+  return s.WithContext("upgrading the volume's schema from version 1 to 2");
 }
 
 Status CreatePgSchema(PgConn& conn) {

@@ -11,12 +11,16 @@
 
 namespace folio::meta {
 
-enum class PgSchemaState { kEmpty, kFolio };
+// kFolioUpgradable: a volume of an older schema version this build upgrades (UpgradePgSchema).
+enum class PgSchemaState { kEmpty, kFolio, kFolioUpgradable };
 
 // What the current schema holds. Errors: InvalidArgument "not a Folio volume" for a schema with
 // other tables, or no current schema (its search_path names a schema that does not exist);
 // NotSupported for a newer schema version.
 Result<PgSchemaState> ProbePgSchema(PgConn& conn);
+// Upgrades an older volume in its own transaction (nothing when another engine did it first).
+// REQUIRES: outside a transaction.
+Status UpgradePgSchema(PgConn& conn);
 // Creates the tables and counters. REQUIRES: inside a transaction, ProbePgSchema said kEmpty.
 Status CreatePgSchema(PgConn& conn);
 // Removes every record and resets the counters (format --force). REQUIRES: in a transaction.

@@ -252,10 +252,15 @@ Status PgTxn::DeleteXattr(InodeId ino, std::string_view name) {
 
 Result<std::vector<Slice>> PgTxn::GetChunk(InodeId ino, uint32_t index) {
   FOLIO_ASSIGN_OR_RETURN(PgRows r,
-                         conn_.Exec("SELECT slices FROM chunks WHERE ino = $1 AND idx = $2",
+                         conn_.Exec("SELECT 0::int8 AS n, slices FROM chunks WHERE ino = $1 AND "
+                                    "idx = $2 UNION ALL SELECT n, slices FROM chunk_appends WHERE "
+                                    "ino = $1 AND idx = $2 ORDER BY n",
                                     {P::U(Raw(ino)), P::I(index)}));
   if (r.size() == 0) return std::vector<Slice>();
-  return DecodeSlices(r.Bytes(0, 0),
+  // The list, then the records appended since, each a run of whole records.
+  std::string all;
+  for (int i = 0; i < r.size(); ++i) all.append(r.Bytes(i, 1));
+  return DecodeSlices(all,
                       fmt::format("{}: inode {} chunk {}", conn_.display(), Raw(ino), index));
 }
 
@@ -265,9 +270,17 @@ Status PgTxn::AppendSlices(InodeId ino, uint32_t index, std::span<const Slice> s
         fmt::format("{}: AppendSlices inode {} chunk {}", conn_.display(), Raw(ino), index)));
   }
   if (slices.empty()) return Status::OK();
+  // A row of its own, numbered by the chunk's append counter: the chunk's list is not
+  // rewritten (with `slices || new` every append copied the whole list, TOASTed and WAL-logged).
+  // The counter's row lock orders concurrent appends to one chunk in commit order.
+  FOLIO_RETURN_IF_ERROR(Write("AppendSlices",
+                              "INSERT INTO chunks(ino, idx, slices, appends) VALUES($1, $2, "
+                              "''::bytea, 1) ON CONFLICT(ino, idx) DO UPDATE SET appends = "
+                              "chunks.appends + 1",
+                              {P::U(Raw(ino)), P::I(index)}));
   return Write("AppendSlices",
-               "INSERT INTO chunks(ino, idx, slices) VALUES($1, $2, $3) ON CONFLICT(ino, idx) "
-               "DO UPDATE SET slices = chunks.slices || excluded.slices",
+               "INSERT INTO chunk_appends(ino, idx, n, slices) SELECT ino, idx, appends, $3 FROM "
+               "chunks WHERE ino = $1 AND idx = $2",
                {P::U(Raw(ino)), P::I(index), P::B(EncodeSlices(slices))});
 }
 
@@ -276,13 +289,15 @@ Status PgTxn::PutChunk(InodeId ino, uint32_t index, const std::vector<Slice>& sl
     FOLIO_RETURN_IF_ERROR(ValidateSlice(slice).WithContext(
         fmt::format("{}: PutChunk inode {} chunk {}", conn_.display(), Raw(ino), index)));
   }
+  FOLIO_RETURN_IF_ERROR(Write("PutChunk", "DELETE FROM chunk_appends WHERE ino = $1 AND idx = $2",
+                              {P::U(Raw(ino)), P::I(index)}));
   if (slices.empty()) {
     return Write("PutChunk", "DELETE FROM chunks WHERE ino = $1 AND idx = $2",
                  {P::U(Raw(ino)), P::I(index)});
   }
   return Write("PutChunk",
-               "INSERT INTO chunks(ino, idx, slices) VALUES($1, $2, $3) ON CONFLICT(ino, idx) "
-               "DO UPDATE SET slices = excluded.slices",
+               "INSERT INTO chunks(ino, idx, slices, appends) VALUES($1, $2, $3, 0) ON "
+               "CONFLICT(ino, idx) DO UPDATE SET slices = excluded.slices, appends = 0",
                {P::U(Raw(ino)), P::I(index), P::B(EncodeSlices(slices))});
 }
 
