@@ -130,7 +130,7 @@ Result<bool> PgEngine::ProbeReady(PgConn& conn) {
     if (options_.read_only) {
       return Status::NotSupported(fmt::format(
           "{}: the volume's schema is version 1, which this build reads only after upgrading "
-          "it; open it read-write once (mount it, or run folio fs fsck without --read-only)",
+          "it; open it read-write once (mount it, or run folio fs fsck --repair)",
           display_));
     }
     FOLIO_RETURN_IF_ERROR(UpgradePgSchema(conn));
@@ -359,8 +359,8 @@ Status PgEngine::InitIn(PgConn& conn, InitMode mode) {
   if (state == PgSchemaState::kEmpty) return CreatePgSchema(conn);
   if (state == PgSchemaState::kFolioUpgradable) {
     return Status::InvalidArgument(fmt::format(
-        "{}: holds a volume of schema version 1; open it once (mount or fsck) to upgrade it "
-        "before formatting over it",
+        "{}: holds a volume of schema version 1; open it once (mount, or fsck --repair) to "
+        "upgrade it before formatting over it",
         display_));
   }
   if (mode == InitMode::kWipe) return WipePgSchema(conn);
