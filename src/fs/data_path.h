@@ -40,6 +40,7 @@
 
 #include "cache/page_range_set.h"
 #include "folio/page_cache.h"
+#include "fs/block_buffer_pool.h"
 #include "fs/file_system.h"
 #include "fs/fs_internal.h"
 
@@ -58,6 +59,8 @@ struct DataContext {
   meta::SessionId session{0};
   FsOptions options;
   FsCounters* counters = nullptr;
+  // Spare write-log block buffers, shared by the mount's InodeDevices (null: none kept).
+  std::shared_ptr<BlockBufferPool> block_buffers;
 };
 
 class DataPath {

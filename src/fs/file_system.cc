@@ -2,6 +2,8 @@
 // ns_*.cc, file operations in file_ops.cc, locks in lock_ops.cc.
 #include "fs/file_system.h"
 
+#include <algorithm>
+
 #include <chrono>
 
 #include "base/clock.h"
@@ -58,6 +60,11 @@ Result<std::unique_ptr<FileSystem>> FileSystem::Mount(meta::MetaEngine* meta,
   ctx.session = fs->session_->id();
   ctx.options = options;
   ctx.counters = fs->counters_.get();
+  // Enough spares for the blocks of one device's puts in flight (8) to be refilled from them,
+  // and at most 32 MiB of them (two 16 MiB blocks).
+  ctx.block_buffers = std::make_shared<BlockBufferPool>(
+      format->block_bytes,
+      std::clamp<size_t>((size_t{32} << 20) / std::max<uint64_t>(format->block_bytes, 1), 1, 8));
   fs->data_ = std::make_unique<DataPath>(ctx);
   fs->data_->Start();
   if (options.background) {
@@ -70,6 +77,11 @@ Result<std::unique_ptr<FileSystem>> FileSystem::Mount(meta::MetaEngine* meta,
 FileSystem::~FileSystem() { (void)Unmount(); }
 
 meta::SessionId FileSystem::session() const { return session_->id(); }
+
+size_t FileSystem::BlockBufferSparesForTesting() const {
+  const std::shared_ptr<BlockBufferPool>& pool = data_->ctx().block_buffers;
+  return pool ? pool->spares() : 0;
+}
 
 void FileSystem::BackgroundLoop() {
   const auto interval = std::chrono::milliseconds(std::max<uint64_t>(1, options_.maintenance_interval_ms));

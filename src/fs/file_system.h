@@ -162,6 +162,8 @@ class FileSystem {
   // garbage) and leaves the session record behind for the next mount to clean. After this the
   // object may only be destroyed.
   void CrashForTesting();
+  // Test hook: write-log block buffers kept for reuse (BlockBufferPool::spares).
+  size_t BlockBufferSparesForTesting() const;
   // One pass of the background work: heartbeat, dead sessions, commit of old dirty data,
   // compaction, pack rewriting and the deletion queue. Returns the first error.
   Status RunMaintenance();

@@ -74,6 +74,23 @@ TEST_F(DataTest, LargeFileRoundTripsThroughTheStore) {
   EXPECT_EQ(fs()->GetAttr(*ino)->inode.size_bytes, data.size());
 }
 
+TEST_F(DataTest, DurableBlockBuffersAreKeptForTheNextBlocks) {
+  // A sequential write fills one block buffer per block; once a block is durable its buffer
+  // is kept (bounded) and the next blocks fill it again instead of a fresh allocation.
+  EXPECT_EQ(fs()->BlockBufferSparesForTesting(), 0u);
+  const std::string data = Pattern(3 << 20, 2);  // 12 blocks of 256K
+  Result<InodeId> a = WriteFile(fs(), kRootInode, "a", data);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  const size_t spares = fs()->BlockBufferSparesForTesting();
+  EXPECT_GT(spares, 0u);
+  EXPECT_LE(spares, 8u);
+  Result<InodeId> b = WriteFile(fs(), kRootInode, "b", data);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_LE(fs()->BlockBufferSparesForTesting(), 8u);
+  EXPECT_EQ(*ReadFile(fs(), *a), data);
+  EXPECT_EQ(*ReadFile(fs(), *b), data);
+}
+
 TEST_F(DataTest, RandomOverwritesNewestWins) {
   std::string model = Pattern(1 << 20, 2);
   Result<InodeId> ino = WriteFile(fs(), kRootInode, "f", model);

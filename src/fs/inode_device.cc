@@ -19,15 +19,23 @@ constexpr uint32_t kMaxObjectBytes = static_cast<uint32_t>(meta::kChunkBytes);
 constexpr uint32_t kPutsPerDeviceMax = 8;
 
 // A put's or a sync's outcome for one block: failed (its buffer stays: the next flush puts it
-// again), or `done` (kStored frees the buffer: the store holds the block durably).
-void FinishBlock(LogObject::Block& blk, const Status& status, LogObject::BlockState done) {
+// again), or `done` (kStored gives the buffer up, to `spares` when there is one: the store
+// holds the block durably).
+void FinishBlock(LogObject::Block& blk, const Status& status, LogObject::BlockState done,
+                 BlockBufferPool* spares) {
   if (!status.ok()) {
     blk.state = LogObject::BlockState::kFailed;
     blk.error = status;
     return;
   }
   blk.state = done;
-  if (done == LogObject::BlockState::kStored) std::vector<char>().swap(blk.data);
+  if (done != LogObject::BlockState::kStored) return;
+  if (spares != nullptr) {
+    spares->Give(std::move(blk.data));
+    blk.data = {};
+  } else {
+    std::vector<char>().swap(blk.data);
+  }
 }
 
 }  // namespace
@@ -354,8 +362,15 @@ uint64_t InodeDevice::AppendLocked(uint64_t pos, const char* src, uint64_t len,
     if (b >= obj.blocks.size()) obj.blocks.resize(b + 1);
     LogObject::Block& blk = obj.blocks[b];
     // A large write (sequential writeback comes in merged requests of up to 8 MiB) will fill
-    // the block: its buffer is allocated once instead of doubling its way up with a copy each.
-    if (blk.data.empty() && take >= (64u << 10)) blk.data.reserve(block_bytes_);
+    // the block: its buffer is allocated once (or a spare taken) instead of doubling its way
+    // up with a copy each.
+    if (blk.data.empty() && take >= (64u << 10)) {
+      if (BlockBufferPool* spares = ctx_->block_buffers.get()) {
+        blk.data = spares->Take();
+      } else {
+        blk.data.reserve(block_bytes_);
+      }
+    }
     blk.data.insert(blk.data.end(), src, src + take);
     const uint32_t o = obj.bytes;
     obj.bytes += static_cast<uint32_t>(take);
@@ -441,7 +456,8 @@ void InodeDevice::OnPutDone(store::StoreRequest* req) {
   {
     std::lock_guard<std::mutex> lock(dev->mu_);
     FinishBlock(ctx->obj->blocks[ctx->block], req->status,
-                dev->defer_sync_ ? LogObject::BlockState::kWritten : LogObject::BlockState::kStored);
+                dev->defer_sync_ ? LogObject::BlockState::kWritten : LogObject::BlockState::kStored,
+                dev->ctx_->block_buffers.get());
     if (req->status.ok() && dev->defer_sync_) {
       dev->written_.push_back(WrittenBlock{ctx->obj, ctx->block, req->key});
       dev->written_bytes_ += req->key.bytes;
@@ -503,7 +519,8 @@ void InodeDevice::OnSyncDone(store::StoreRequest* req) {
   {
     std::lock_guard<std::mutex> lock(dev->mu_);
     for (const WrittenBlock& w : ctx->blocks) {
-      FinishBlock(w.obj->blocks[w.block], req->status, LogObject::BlockState::kStored);
+      FinishBlock(w.obj->blocks[w.block], req->status, LogObject::BlockState::kStored,
+                  dev->ctx_->block_buffers.get());
     }
     dev->syncing_bytes_ -= ctx->bytes;
     dev->syncs_in_flight_--;

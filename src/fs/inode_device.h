@@ -6,7 +6,8 @@
 //           built, up to 64 MiB). A write contiguous with the previous one (in the file and in
 //           the object) extends its record, so sequential writeback makes one large record;
 //           random writeback makes many records in one object. Each block of the object is put
-//           to the store as soon as it is full (its buffer freed once it is durable). On a store
+//           to the store as soon as it is full (once it is durable its buffer is kept as a spare
+//           for a later block, BlockBufferPool). On a store
 //           that defers durability (dir:) the put skips the fsyncs and the block waits,
 //           written, for a sync: one batch per FsOptions::store_sync_batch_bytes of written
 //           blocks in the background, and one by every flush.

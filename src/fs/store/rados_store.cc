@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <rados/librados.h>
 
+#include <algorithm>
 #include <charconv>
 #include <condition_variable>
 #include <cstring>
@@ -139,10 +140,23 @@ class RadosStore final : public BlockStore {
     RadosStore* store;
     StoreRequest* req;
     std::string name;
-    std::vector<char> buf;
+    std::vector<char> buf;  // a get's encoded range
+    uint64_t put_bytes = 0;  // a put's encoded size
     EncodedRange range;
     rados_completion_t completion = nullptr;
   };
+
+  // A put's sector encoding is built in one of these; librados's C API copies it before
+  // rados_aio_write_full returns, so it goes back to spare_ at once. Reusing warm buffers
+  // avoids a fresh zero-filled allocation per put: with 4 MiB blocks that was an mmap, 1024
+  // page faults and a memset each, a fifth of the client's CPU in a sequential write.
+  struct EncodeBuffer {
+    std::unique_ptr<char[]> data;
+    size_t bytes = 0;
+  };
+  static constexpr size_t kSpareEncodeBuffersMax = 4;  // one per concurrent submitter
+  EncodeBuffer TakeEncodeBuffer(size_t bytes);
+  void GiveEncodeBuffer(EncodeBuffer b);
 
   static void OnComplete(rados_completion_t c, void* arg);
   void Start(StoreRequest* req);
@@ -160,7 +174,38 @@ class RadosStore final : public BlockStore {
   std::condition_variable cv_;  // room in flight, or all done
   uint32_t in_flight_ = 0;      // GUARDED_BY(mu_)
   bool closing_ = false;        // GUARDED_BY(mu_)
+
+  std::mutex spare_mu_;
+  std::vector<EncodeBuffer> spare_;  // GUARDED_BY(spare_mu_)
 };
+
+RadosStore::EncodeBuffer RadosStore::TakeEncodeBuffer(size_t bytes) {
+  {
+    std::lock_guard lock(spare_mu_);
+    for (size_t i = 0; i < spare_.size(); ++i) {
+      if (spare_[i].bytes < bytes) continue;
+      EncodeBuffer b = std::move(spare_[i]);
+      spare_.erase(spare_.begin() + static_cast<long>(i));
+      return b;
+    }
+  }
+  // Not value-initialised: EncodeObject writes every byte of the encoding.
+  return EncodeBuffer{std::unique_ptr<char[]>(new char[bytes]), bytes};
+}
+
+void RadosStore::GiveEncodeBuffer(EncodeBuffer b) {
+  std::lock_guard lock(spare_mu_);
+  if (spare_.size() < kSpareEncodeBuffersMax) {
+    spare_.push_back(std::move(b));
+    return;
+  }
+  // Full: keep the largest buffers (a small file's put must not evict a block's buffer).
+  auto smallest = std::min_element(spare_.begin(), spare_.end(),
+                                   [](const EncodeBuffer& x, const EncodeBuffer& y) {
+                                     return x.bytes < y.bytes;
+                                   });
+  if (smallest->bytes < b.bytes) *smallest = std::move(b);
+}
 
 void RadosStore::Submit(std::span<StoreRequest* const> batch) {
   const bool from_completion = tls_completing == this;
@@ -198,15 +243,18 @@ void RadosStore::Start(StoreRequest* req) {
     Done(req, Status::OK());
     return;
   }
-  auto* op = new Op{this, req, ObjectName(options_.prefix, req->key), {}, {}, nullptr};
+  auto* op = new Op{this, req, ObjectName(options_.prefix, req->key), {}, 0, {}, nullptr};
   rados_aio_create_completion2(op, &RadosStore::OnComplete, &op->completion);
   int r = 0;
   switch (req->op) {
     case StoreOp::kPut: {
-      op->buf.resize(EncodedBytes(req->key.bytes));
-      EncodeObject(ObjectSeed(req->key, 0), req->data, req->key.bytes, op->buf.data());
-      r = rados_aio_write_full(c_->io, op->name.c_str(), op->completion, op->buf.data(),
-                               op->buf.size());
+      // rados_aio_write_full copies the buffer into its own before it returns.
+      op->put_bytes = EncodedBytes(req->key.bytes);
+      EncodeBuffer enc = TakeEncodeBuffer(op->put_bytes);
+      EncodeObject(ObjectSeed(req->key, 0), req->data, req->key.bytes, enc.data.get());
+      r = rados_aio_write_full(c_->io, op->name.c_str(), op->completion, enc.data.get(),
+                               op->put_bytes);
+      GiveEncodeBuffer(std::move(enc));
       break;
     }
     case StoreOp::kGet:
@@ -248,7 +296,7 @@ void RadosStore::Finish(Op* op, int ret) {
   } else if (ret < 0) {
     s = RadosError(ret, url() + ": " + op->name);
   } else if (op->req->op == StoreOp::kPut) {
-    stats_.RecordStoredWrite(op->buf.size());
+    stats_.RecordStoredWrite(op->put_bytes);
   }
   StoreRequest* req = op->req;
   rados_aio_release(op->completion);
