@@ -165,6 +165,11 @@ std::shared_ptr<FileData> DataPath::Find(InodeId ino) const {
   return it == files_.end() ? nullptr : it->second;
 }
 
+bool DataPath::HasHandles(const FileData& data) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return data.opens > 0;
+}
+
 bool DataPath::IdleOrAbsent(InodeId ino) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = files_.find(Raw(ino));

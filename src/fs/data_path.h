@@ -89,6 +89,8 @@ class DataPath {
   std::shared_ptr<FileData> Find(InodeId ino) const;
   // No FileData of ino, or one with no handle and nothing uncommitted.
   bool IdleOrAbsent(InodeId ino) const;
+  // Whether `data` has a handle open on this mount.
+  bool HasHandles(const FileData& data) const;
 
   // Whether a handle of ino is open on this mount; if so, marks its FileData sustained so its
   // last close frees the inode. Unlink calls this inside its transaction: the mark and the
