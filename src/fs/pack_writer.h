@@ -2,7 +2,8 @@
 // the fs side of store::PackWriter (fs/store/pack.h, which builds and puts the packs).
 //
 // Trigger: a file whose whole content is below the volume's pack_below_bytes when its device
-// is flushed (the background sync after its last close, the periodic commit, an fsync) is not
+// is flushed (the background sync after its last close, the periodic commit of a file with no
+// handle open, an fsync; FileData::PackSize) is not
 // written as a slice of its own: its content is frozen in its device (readers keep seeing it)
 // and handed to the store's pack writer as one entry. That writer puts the open pack when it
 // reaches the block size, a delay after its first entry, or on Flush. Once a pack is durable,
