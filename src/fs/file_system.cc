@@ -27,9 +27,12 @@ struct FileSystem::Background {
   uint64_t passes = 0;
 };
 
-FileSystem::FileSystem(meta::MetaEngine* meta, store::BlockStore* store, PageCache* cache,
-                       const FsOptions& options, meta::FormatRecord format)
-    : meta_(meta), store_(store), cache_(cache), options_(options), format_(std::move(format)),
+FileSystem::FileSystem(std::unique_ptr<meta::CachedEngine> cached, meta::MetaEngine* meta,
+                       store::BlockStore* store, PageCache* cache, const FsOptions& options,
+                       meta::FormatRecord format)
+    : cached_meta_(std::move(cached)),
+      meta_(cached_meta_ ? static_cast<meta::MetaEngine*>(cached_meta_.get()) : meta),
+      store_(store), cache_(cache), options_(options), format_(std::move(format)),
       counters_(std::make_unique<FsCounters>()), bg_(std::make_unique<Background>()) {
   bg_->last_meta_sync_ns = MonotonicNowNs();
 }
@@ -47,7 +50,15 @@ Result<std::unique_ptr<FileSystem>> FileSystem::Mount(meta::MetaEngine* meta,
                                    ": not a formatted Folio volume; create one with 'folio fs "
                                    "format " + meta->url() + " NAME --storage dir:PATH'");
   }
-  std::unique_ptr<FileSystem> fs(new FileSystem(meta, store, cache, options, *format));
+  // Only the volume's one writer may cache records: the session registered below refuses this
+  // mount while another has the volume read-write, and every later mount while this one has.
+  std::unique_ptr<meta::CachedEngine> cached;
+  if (options.meta_cache && !options.shared && !options.read_only) {
+    cached = std::make_unique<meta::CachedEngine>(meta);
+  }
+  std::unique_ptr<FileSystem> fs(
+      new FileSystem(std::move(cached), meta, store, cache, options, *format));
+  meta = fs->meta_;
   FOLIO_ASSIGN_OR_RETURN(fs->session_, SessionKeeper::Register(meta, *format, options));
   fs->last_beat_ns_.store(MonotonicNowNs());  // registering wrote a fresh heartbeat
   Result<int> cleaned = fs->session_->CleanDead();
@@ -123,6 +134,9 @@ Status FileSystem::BeatSession() {
   Status s = session_->Heartbeat();
   if (s.ok() || s.code() == StatusCode::kDataLoss) last_beat_ns_.store(MonotonicNowNs());
   if (s.code() != StatusCode::kDataLoss) return s;
+  // Another mount cleaned this session as dead, so it may have mounted the volume and written
+  // since: no cached record can be trusted from now on.
+  if (cached_meta_) cached_meta_->Disable();
   (void)data_->RestoreOpenRecords();
   std::lock_guard<std::mutex> handles(handles_mu_);
   for (auto& [fh, f] : files_) {

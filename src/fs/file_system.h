@@ -45,6 +45,7 @@
 
 #include "folio/page_cache.h"
 #include "fs/fs_types.h"
+#include "meta/cached_engine.h"
 #include "meta/meta_engine.h"
 
 namespace folio::store {
@@ -85,6 +86,10 @@ struct FsOptions {
   // every file it has open (the sustained table), so an unlink on another mount keeps the
   // file until its last close here.
   bool shared = false;
+  // A read-write mount without `shared` answers lookups and attribute reads from a cache of
+  // inode and entry records when it can (meta/cached_engine.h: it is the volume's only writer,
+  // so its own writes keep the cache exact); shared and read-only mounts never cache.
+  bool meta_cache = true;
   // Compaction of a chunk (rewriting what it shows as one slice) waits for this mount to have
   // appended compact_slices records to it since it was last compacted, and then for the bytes
   // of those shorter than a block, times compact_write_amp, to reach the bytes the rewrite
@@ -277,8 +282,9 @@ class FileSystem {
   nlohmann::ordered_json StatsJson() const;
 
  private:
-  FileSystem(meta::MetaEngine* meta, store::BlockStore* store, PageCache* cache,
-             const FsOptions& options, meta::FormatRecord format);
+  FileSystem(std::unique_ptr<meta::CachedEngine> cached, meta::MetaEngine* meta,
+             store::BlockStore* store, PageCache* cache, const FsOptions& options,
+             meta::FormatRecord format);
 
   struct Background;
 
@@ -324,7 +330,10 @@ class FileSystem {
   // Write (cached: WriteCached).
   Result<size_t> WriteAt(uint64_t fh, uint64_t pos, std::span<const char> in, bool cached);
 
-  meta::MetaEngine* const meta_;
+  // The record cache in front of the engine (FsOptions::meta_cache; null without it). Declared
+  // first: destroyed after everything that uses meta_.
+  const std::unique_ptr<meta::CachedEngine> cached_meta_;
+  meta::MetaEngine* const meta_;  // cached_meta_ when there is one, else the mount's engine
   store::BlockStore* const store_;
   PageCache* const cache_;
   const FsOptions options_;

@@ -8,7 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "base/timespec.h"
 #include "fs/fs_internal.h"
+#include "fs/session.h"
 #include "fs/slice_refs.h"
 #include "fs/store/pack.h"
 #include "fs/store_io.h"
@@ -346,6 +348,25 @@ Result<FsckReport> Fsck(meta::MetaEngine* meta, store::BlockStore* store,
   }));
   if (!format) return Status::InvalidArgument(meta->url() + ": not a formatted Folio volume");
   s.block_bytes = format->block_bytes;
+  if (options.repair) {
+    // A repair rewrites link counts and references that a live read-write mount is changing
+    // (and whose records it may cache): only on a volume nobody has mounted read-write.
+    std::vector<meta::Session> sessions;
+    FOLIO_RETURN_IF_ERROR(s.Read([&](meta::Txn& t) -> Status {
+      FOLIO_ASSIGN_OR_RETURN(sessions, t.ListSessions());
+      return Status::OK();
+    }));
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    const int64_t now = TimespecToNs(ts);
+    for (const meta::Session& ss : sessions) {
+      if (!ss.read_only && !SessionKeeper::IsDead(ss, now, format->session_timeout_ms)) {
+        return Status::Busy(meta->url() + ": volume '" + format->name +
+                            "' is mounted read-write (" + SessionWhere(ss) +
+                            "); unmount it before fsck --repair");
+      }
+    }
+  }
   FOLIO_RETURN_IF_ERROR(s.LoadInodes());
   FOLIO_RETURN_IF_ERROR(s.LoadQueues());
   report.inodes = s.inodes.size();

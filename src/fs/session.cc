@@ -85,12 +85,12 @@ SessionKeeper::~SessionKeeper() {
   LiveSessions().erase(Raw(id_));
 }
 
-namespace {
-
-std::string Where(const meta::Session& s) {
+std::string SessionWhere(const meta::Session& s) {
   return "pid " + std::to_string(s.pid) + " on " + s.host + " at " +
          (s.mountpoint.empty() ? "(no mount point)" : s.mountpoint);
 }
+
+namespace {
 
 // Whether a mount with `options` may join the live session `other` (see FsOptions::shared).
 Status MayJoin(const meta::Session& other, const meta::Session& me, const std::string& meta_url,
@@ -98,17 +98,17 @@ Status MayJoin(const meta::Session& other, const meta::Session& me, const std::s
   if (!options.shared) {
     if (options.read_only || other.read_only) return Status::OK();
     return Status::Busy("volume '" + format.name + "' is already mounted read-write by " +
-                        Where(other) + "; unmount it first (or mount with -o ro, or mount " +
+                        SessionWhere(other) + "; unmount it first (or mount with -o ro, or mount " +
                         "every mount shared)");
   }
   if (!other.shared && !other.read_only) {
-    return Status::Busy("volume '" + format.name + "' is mounted read-write by " + Where(other) +
+    return Status::Busy("volume '" + format.name + "' is mounted read-write by " + SessionWhere(other) +
                         " as the only mount (not shared); remount it shared to mount it here "
                         "too");
   }
   if (meta_url.starts_with("sqlite:") && other.host != me.host) {
     return Status::NotSupported(
-        meta_url + " is also mounted on host " + other.host + " (" + Where(other) +
+        meta_url + " is also mounted on host " + other.host + " (" + SessionWhere(other) +
         "): SQLite metadata is shared only by the mounts of one host (its locks need one "
         "kernel); use a Redis or PostgreSQL engine for mounts on several machines");
   }

@@ -61,6 +61,9 @@ class SessionKeeper {
   std::atomic<uint64_t> lost_{0};
 };
 
+// "pid N on HOST at MOUNTPOINT": where a session's mount runs, for messages.
+std::string SessionWhere(const meta::Session& s);
+
 // Removes a session's locks, releases the files it sustained (queueing the deletion of those
 // with no link and no other holder) and deletes its record.
 Status CleanSession(meta::MetaEngine* meta, meta::SessionId id);

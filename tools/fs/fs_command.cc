@@ -135,7 +135,7 @@ int RunFormat(const FsArgs& a) {
 }
 
 // -o options: ro, rw, shared, allow_other, noatime, relatime, strictatime, writeback_cache,
-// entry_timeout=S, attr_timeout=S, meta_sync=each|fsync, meta_commit=S.
+// entry_timeout=S, attr_timeout=S, meta_sync=each|fsync, meta_commit=S, meta_cache=on|off.
 Status ApplyMountOptions(const std::vector<std::string>& groups, FsMountConfig* c) {
   for (const std::string& group : groups) {
     std::stringstream in(group);
@@ -167,8 +167,13 @@ Status ApplyMountOptions(const std::vector<std::string>& groups, FsMountConfig* 
                                          ": give seconds from 0.1 to 3600 (e.g. meta_commit=5)");
         }
         c->meta_commit_ms = static_cast<uint64_t>(v * 1000);
-      }
-      else if (key == "entry_timeout" || key == "attr_timeout") {
+      } else if (key == "meta_cache") {
+        if (value != "on" && value != "off") {
+          return Status::InvalidArgument("-o " + o +
+                                         ": use meta_cache=on (the default) or meta_cache=off");
+        }
+        c->meta_cache = value == "on";
+      } else if (key == "entry_timeout" || key == "attr_timeout") {
         char* end = nullptr;
         const double v = std::strtod(value.c_str(), &end);
         if (value.empty() || *end != '\0' || v < 0 || v > 3600) {
@@ -181,7 +186,7 @@ Status ApplyMountOptions(const std::vector<std::string>& groups, FsMountConfig* 
             "-o " + o +
             ": unknown mount option; use ro, rw, shared, allow_other, noatime, relatime, "
             "strictatime, writeback_cache, entry_timeout=S, attr_timeout=S, "
-            "meta_sync=each|fsync, meta_commit=S");
+            "meta_sync=each|fsync, meta_commit=S, meta_cache=on|off");
       }
     }
   }
@@ -483,7 +488,8 @@ Command AddFsCommand(CLI::App& root) {
                     "strictatime, writeback_cache, entry_timeout=S, attr_timeout=S, "
                     "meta_sync=each|fsync (default each: every metadata operation durable when "
                     "it returns; fsync: at fsync, fsyncdir, unmount and every meta_commit=S "
-                    "seconds, default 5, as ext4)");
+                    "seconds, default 5, as ext4), meta_cache=on|off (default on: an unshared read-write "
+                    "mount answers lookups and attributes from a cache of its own records)");
   mount->add_flag("--debug", a->debug, "Print every FUSE request (libfuse's debug log)");
 
   CLI::App* umount = fs->add_subcommand("umount", "Unmount a volume and wait until its data "

@@ -1,0 +1,376 @@
+#include "meta/cached_engine.h"
+
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "meta/empty_txn.h"
+#include "meta/forwarding_txn.h"
+
+namespace folio::meta {
+
+namespace {
+
+bool SameInode(const Inode& a, const Inode& b) {
+  return a.ino == b.ino && a.type == b.type && a.mode == b.mode && a.uid == b.uid &&
+         a.gid == b.gid && a.nlink == b.nlink && a.size_bytes == b.size_bytes && a.rdev == b.rdev &&
+         a.atime_ns == b.atime_ns && a.mtime_ns == b.mtime_ns && a.ctime_ns == b.ctime_ns &&
+         a.flags == b.flags && a.parent == b.parent;
+}
+
+bool SameEntry(const Entry& a, const Entry& b) {
+  return a.parent == b.parent && a.name == b.name && a.ino == b.ino && a.type == b.type;
+}
+
+}  // namespace
+
+std::string CachedEngine::EntryKey(InodeId parent, std::string_view name) {
+  std::string key(sizeof(uint64_t) + name.size(), '\0');
+  const uint64_t p = Raw(parent);
+  std::memcpy(key.data(), &p, sizeof(p));
+  std::memcpy(key.data() + sizeof(p), name.data(), name.size());
+  return key;
+}
+
+// Answers from the cache alone. Anything it cannot answer marks the run missed; the run's
+// outputs are then thrown away (fn runs again on the engine), so what fn saw meanwhile (an
+// empty database, from EmptyTxn) does not matter.
+class CachedEngine::CacheTxn final : public ForwardingTxn {
+ public:
+  CacheTxn(CachedEngine* e, uint64_t epoch)
+      : e_(e), epoch_(epoch), empty_(Status::InvalidArgument("write in a kRead transaction")) {}
+  bool missed() const { return missed_; }
+
+  Result<std::optional<Inode>> GetInode(InodeId ino) override {
+    std::lock_guard<std::mutex> lock(e_->mu_);
+    if (Usable()) {
+      auto it = e_->inodes_.find(Raw(ino));
+      if (it != e_->inodes_.end()) return it->second;
+    }
+    return Miss();
+  }
+  Result<std::vector<std::optional<Inode>>> GetInodes(std::span<const InodeId> inos) override {
+    std::vector<std::optional<Inode>> out;
+    out.reserve(inos.size());
+    std::lock_guard<std::mutex> lock(e_->mu_);
+    if (!Usable()) return Miss();
+    for (InodeId ino : inos) {
+      auto it = e_->inodes_.find(Raw(ino));
+      if (it == e_->inodes_.end()) return Miss();
+      out.push_back(it->second);
+    }
+    return out;
+  }
+  Result<std::optional<Entry>> GetEntry(InodeId parent, std::string_view name) override {
+    const std::string key = EntryKey(parent, name);
+    std::lock_guard<std::mutex> lock(e_->mu_);
+    if (Usable()) {
+      auto it = e_->entries_.find(key);
+      if (it != e_->entries_.end()) return it->second;
+    }
+    return Miss();
+  }
+
+ protected:
+  Txn& In() override {
+    missed_ = true;
+    return empty_;
+  }
+
+ private:
+  // REQUIRES: e_->mu_ held.
+  bool Usable() const { return e_->enabled_ && e_->active_ == 0 && e_->epoch_ == epoch_; }
+  Status Miss() {
+    missed_ = true;
+    return Status::Again("not in the metadata cache");
+  }
+
+  CachedEngine* const e_;
+  const uint64_t epoch_;
+  EmptyTxn empty_;
+  bool missed_ = false;
+};
+
+// A kRead transaction of the engine; what it reads is stored while that is safe (no writer
+// registered when the transaction began, and none registered or ended since).
+class CachedEngine::FillTxn final : public ForwardingTxn {
+ public:
+  FillTxn(CachedEngine* e, bool may_fill, uint64_t epoch)
+      : e_(e), may_fill_(may_fill), epoch_(epoch) {}
+  void Attach(Txn* in) { in_ = in; }
+
+  Result<std::optional<Inode>> GetInode(InodeId ino) override {
+    Result<std::optional<Inode>> r = in_->GetInode(ino);
+    if (r.ok() && may_fill_) {
+      std::lock_guard<std::mutex> lock(e_->mu_);
+      if (Fillable()) StoreInode(Raw(ino), *r);
+    }
+    return r;
+  }
+  Result<std::vector<std::optional<Inode>>> GetInodes(std::span<const InodeId> inos) override {
+    Result<std::vector<std::optional<Inode>>> r = in_->GetInodes(inos);
+    if (r.ok() && may_fill_ && r->size() == inos.size()) {
+      std::lock_guard<std::mutex> lock(e_->mu_);
+      if (Fillable()) {
+        for (size_t i = 0; i < inos.size(); ++i) StoreInode(Raw(inos[i]), (*r)[i]);
+      }
+    }
+    return r;
+  }
+  Result<std::optional<Entry>> GetEntry(InodeId parent, std::string_view name) override {
+    Result<std::optional<Entry>> r = in_->GetEntry(parent, name);
+    if (r.ok() && may_fill_) {
+      std::string key = EntryKey(parent, name);
+      std::lock_guard<std::mutex> lock(e_->mu_);
+      if (Fillable()) {
+        if (e_->entries_.size() >= e_->max_records_) e_->entries_.clear();
+        e_->entries_.insert_or_assign(std::move(key), *r);
+        e_->fills_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    return r;
+  }
+
+ protected:
+  Txn& In() override { return *in_; }
+
+ private:
+  // REQUIRES: e_->mu_ held.
+  bool Fillable() const { return e_->enabled_ && e_->active_ == 0 && e_->epoch_ == epoch_; }
+  void StoreInode(uint64_t ino, const std::optional<Inode>& v) {
+    if (e_->inodes_.size() >= e_->max_records_) e_->inodes_.clear();
+    e_->inodes_.insert_or_assign(ino, v);
+    e_->fills_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  CachedEngine* const e_;
+  const bool may_fill_;
+  const uint64_t epoch_;
+  Txn* in_ = nullptr;
+};
+
+// A kWrite transaction of the engine that records the inodes and entries it puts or deletes:
+// every record any attempt touched, and the values of the current attempt.
+class CachedEngine::WriteTxn final : public ForwardingTxn {
+ public:
+  explicit WriteTxn(CachedEngine* e) : e_(e) {}
+  void BeginAttempt(Txn* in) {
+    in_ = in;
+    inodes_.clear();
+    entries_.clear();
+  }
+  void Finish(bool committed) {
+    if (writer_.registered) {
+      e_->FinishWrite(writer_, committed, inodes_, entries_, touched_inodes_, touched_entries_);
+    }
+  }
+
+  Status PutInode(const Inode& inode) override {
+    Touch(Raw(inode.ino));
+    FOLIO_RETURN_IF_ERROR(in_->PutInode(inode));
+    inodes_.insert_or_assign(Raw(inode.ino), inode);
+    return Status::OK();
+  }
+  Status DeleteInode(InodeId ino) override {
+    Touch(Raw(ino));
+    FOLIO_RETURN_IF_ERROR(in_->DeleteInode(ino));
+    inodes_.insert_or_assign(Raw(ino), std::nullopt);
+    return Status::OK();
+  }
+  Status PutEntry(const Entry& entry) override {
+    std::string key = EntryKey(entry.parent, entry.name);
+    Touch(key);
+    FOLIO_RETURN_IF_ERROR(in_->PutEntry(entry));
+    entries_.insert_or_assign(std::move(key), entry);
+    return Status::OK();
+  }
+  Status DeleteEntry(InodeId parent, std::string_view name) override {
+    std::string key = EntryKey(parent, name);
+    Touch(key);
+    FOLIO_RETURN_IF_ERROR(in_->DeleteEntry(parent, name));
+    entries_.insert_or_assign(std::move(key), std::nullopt);
+    return Status::OK();
+  }
+
+ protected:
+  Txn& In() override { return *in_; }
+
+ private:
+  // Registers before the engine sees the first write of a cached record (so before any commit
+  // of it), and remembers the record whatever this attempt's fate.
+  void Touch(uint64_t ino) {
+    if (!writer_.registered) e_->Register(&writer_);
+    touched_inodes_.emplace(ino, true);
+  }
+  void Touch(const std::string& key) {
+    if (!writer_.registered) e_->Register(&writer_);
+    touched_entries_.emplace(key, true);
+  }
+
+  CachedEngine* const e_;
+  Txn* in_ = nullptr;
+  Writer writer_;
+  std::unordered_map<uint64_t, std::optional<Inode>> inodes_;
+  std::unordered_map<std::string, std::optional<Entry>> entries_;
+  std::unordered_map<uint64_t, bool> touched_inodes_;
+  std::unordered_map<std::string, bool> touched_entries_;
+};
+
+CachedEngine::CachedEngine(MetaEngine* inner, size_t max_records)
+    : inner_(inner), max_records_(std::max<size_t>(max_records, 1)) {}
+
+CachedEngine::~CachedEngine() = default;
+
+void CachedEngine::Register(Writer* w) {
+  std::lock_guard<std::mutex> lock(mu_);
+  w->registered = true;
+  w->overlapped = active_ > 0;
+  ++active_;
+  w->start = ++starts_;
+}
+
+void CachedEngine::FinishWrite(const Writer& w, bool committed,
+                               const std::unordered_map<uint64_t, std::optional<Inode>>& inodes,
+                               const std::unordered_map<std::string, std::optional<Entry>>& entries,
+                               const std::unordered_map<uint64_t, bool>& touched_inodes,
+                               const std::unordered_map<std::string, bool>& touched_entries) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Alone from registration to now: no other commit can have come after this one's on these
+  // records, so what it wrote is what the engine holds.
+  const bool install = committed && enabled_ && !w.overlapped && starts_ == w.start;
+  uint64_t installed = 0, erased = 0;
+  for (const auto& [ino, unused] : touched_inodes) {
+    auto v = inodes.find(ino);
+    if (install && v != inodes.end()) {
+      if (inodes_.size() >= max_records_) inodes_.clear();
+      inodes_.insert_or_assign(ino, v->second);
+      ++installed;
+    } else {
+      erased += inodes_.erase(ino);
+    }
+  }
+  for (const auto& [key, unused] : touched_entries) {
+    auto v = entries.find(key);
+    if (install && v != entries.end()) {
+      if (entries_.size() >= max_records_) entries_.clear();
+      entries_.insert_or_assign(key, v->second);
+      ++installed;
+    } else {
+      erased += entries_.erase(key);
+    }
+  }
+  ++epoch_;
+  --active_;
+  installs_.fetch_add(installed, std::memory_order_relaxed);
+  erases_.fetch_add(erased, std::memory_order_relaxed);
+}
+
+Status CachedEngine::ReadFromCache(const std::function<Status(Txn&)>& fn, bool* answered) {
+  *answered = false;
+  uint64_t epoch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!enabled_ || active_ != 0) return Status::OK();
+    epoch = epoch_;
+  }
+  CacheTxn t(this, epoch);
+  Status s = fn(t);
+  if (t.missed()) return Status::OK();
+  *answered = true;
+  reads_.fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
+Status CachedEngine::Transact(std::string_view op, TxnMode mode,
+                              const std::function<Status(Txn&)>& fn) {
+  if (mode == TxnMode::kRead) {
+    bool answered = false;
+    Status cached = ReadFromCache(fn, &answered);
+    if (answered) return cached;
+    misses_.fetch_add(1, std::memory_order_relaxed);
+    bool may_fill;
+    uint64_t epoch;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      may_fill = enabled_ && active_ == 0;
+      epoch = epoch_;
+    }
+    FillTxn t(this, may_fill, epoch);
+    return inner_->Transact(op, mode, [&](Txn& in) -> Status {
+      t.Attach(&in);
+      return fn(t);
+    });
+  }
+  WriteTxn t(this);
+  Status s = inner_->Transact(op, mode, [&](Txn& in) -> Status {
+    t.BeginAttempt(&in);
+    return fn(t);
+  });
+  t.Finish(s.ok());
+  return s;
+}
+
+Status CachedEngine::Init(InitMode mode) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inodes_.clear();
+    entries_.clear();
+    ++epoch_;
+  }
+  return inner_->Init(mode);
+}
+
+void CachedEngine::Disable() {
+  std::lock_guard<std::mutex> lock(mu_);
+  enabled_ = false;
+  inodes_.clear();
+  entries_.clear();
+  ++epoch_;
+}
+
+MetaCacheStats CachedEngine::CacheStats() const {
+  MetaCacheStats s;
+  s.reads = reads_.load(std::memory_order_relaxed);
+  s.misses = misses_.load(std::memory_order_relaxed);
+  s.fills = fills_.load(std::memory_order_relaxed);
+  s.installs = installs_.load(std::memory_order_relaxed);
+  s.erases = erases_.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mu_);
+  s.records = inodes_.size() + entries_.size();
+  s.enabled = enabled_;
+  return s;
+}
+
+Status CachedEngine::CheckAgainstEngine() {
+  std::unordered_map<uint64_t, std::optional<Inode>> inodes;
+  std::unordered_map<std::string, std::optional<Entry>> entries;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (active_ != 0) return Status::InvalidArgument("CheckAgainstEngine with a write in flight");
+    inodes = inodes_;
+    entries = entries_;
+  }
+  return inner_->Transact("cache_check", TxnMode::kRead, [&](Txn& t) -> Status {
+    for (const auto& [ino, cached] : inodes) {
+      FOLIO_ASSIGN_OR_RETURN(std::optional<Inode> real, t.GetInode(InodeId{ino}));
+      if (cached.has_value() != real.has_value() ||
+          (cached && !SameInode(*cached, *real))) {
+        return Status::Corruption("metadata cache: inode " + std::to_string(ino) +
+                                  " differs from the engine's");
+      }
+    }
+    for (const auto& [key, cached] : entries) {
+      uint64_t parent;
+      std::memcpy(&parent, key.data(), sizeof(parent));
+      const std::string_view name(key.data() + sizeof(parent), key.size() - sizeof(parent));
+      FOLIO_ASSIGN_OR_RETURN(std::optional<Entry> real, t.GetEntry(InodeId{parent}, name));
+      if (cached.has_value() != real.has_value() || (cached && !SameEntry(*cached, *real))) {
+        return Status::Corruption("metadata cache: entry '" + std::string(name) + "' of " +
+                                  std::to_string(parent) + " differs from the engine's");
+      }
+    }
+    return Status::OK();
+  });
+}
+
+}  // namespace folio::meta
