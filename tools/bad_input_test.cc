@@ -165,6 +165,10 @@ TEST_F(BadInputTest, FsBenchFlags) {
   ExpectUsageError(bench({"--meta", "sqlite", "--seq-size", "1000"}), {"--seq-size 1000"});
   ExpectUsageError(bench({"--meta", "sqlite", "--rados-seconds", "0"}),
                    {"--rados-seconds 0", "1 to 600"});
+  ExpectUsageError(bench({"--meta", "sqlite", "--block-size", "3M"}),
+                   {"--block-size 3M", "power of two between 64K and 16M"});
+  ExpectUsageError(bench({"--block-size", "1M"}),
+                   {"--block-size", "a flag of the engine bench (--meta)"});
   ExpectUsageError(bench({"--store", "dir", "--store", "dir"}),
                    {"--store given 2 times", "--meta"});
   ExpectUsageError(bench({"--meta", "mysql://x"}), {"--meta mysql://x", "give sqlite", "redis://"});

@@ -104,6 +104,7 @@ check "missing --storage" expect_error 2 "storage" format "$META" vol
 check "unknown mount option" expect_error 2 "unknown mount option" mount "$META" "$T/mnt/bad" -o bogus
 check "bad meta_sync" expect_error 2 "meta_sync=each" mount "$META" "$T/mnt/bad" -o meta_sync=never
 check "bad meta_commit" expect_error 2 "seconds from 0.1 to 3600" mount "$META" "$T/mnt/bad" -o meta_sync=fsync,meta_commit=0
+check "bad meta_cache" expect_error 2 "meta_cache=on (the default) or meta_cache=off" mount "$META" "$T/mnt/bad" -o meta_cache=maybe
 check "umount of a non-mount" expect_error 2 "not a FUSE mount" umount "$T/mnt/bad"
 
 echo "== format"
@@ -135,6 +136,9 @@ run_volume() {  # run_volume LABEL META [MOUNT ARGS...]
   # Refused by the session table (dir:) or, first, by the dev: store's device lock.
   check "$label: a second read-write mount is refused" expect_error 1 "already mounted\|in use by process" \
     mount "$meta" "$T/mnt/$label-second"
+  # A repair would rewrite what the mount is changing (and caching): refused, in one line.
+  check "$label: fsck --repair of the mounted volume is refused" expect_error 1 \
+    "unmount it before fsck --repair\|in use by process" fsck --repair "$meta"
   check "$label: .stats is JSON with the core's counters" python3 - "$M/.stats" <<'EOF'
 import json, sys
 j = json.load(open(sys.argv[1]))
@@ -142,6 +146,8 @@ assert j["fuse_requests"]["write"]["requests"] > 0, j.get("fuse_requests")
 # Orders with any folio or counter (fs_stats.cc lists the non-empty ones).
 assert j["page_cache"]["orders"] and all("order" in o for o in j["page_cache"]["orders"])
 assert j["meta_ops"]["ops"], j["meta_ops"]
+# An unshared read-write mount answers lookups from its record cache.
+assert j["meta_ops"]["cache"]["enabled"] and j["meta_ops"]["cache"]["reads"] > 0, j["meta_ops"]["cache"]
 print("  .stats:", j["volume"], "files", j["files"], "store", j.get("store"))
 EOF
   check "$label: .stats is not listed" bash -c "! ls -a '$M' | grep -qx .stats"

@@ -120,11 +120,13 @@ double Micros(uint64_t ns) { return static_cast<double>(ns) / 1000.0; }
 // One volume on one engine and store, mounted in this process.
 class Volume {
  public:
-  Volume(std::string meta_url, std::string store_url, std::string name, uint64_t cache_bytes)
+  Volume(std::string meta_url, std::string store_url, std::string name, uint64_t cache_bytes,
+         uint64_t block_bytes)
       : meta_url_(std::move(meta_url)),
         store_url_(std::move(store_url)),
         name_(std::move(name)),
-        cache_bytes_(cache_bytes) {}
+        cache_bytes_(cache_bytes),
+        block_bytes_(block_bytes) {}
   ~Volume() { (void)Close(); }
 
   Status Create(std::vector<std::string>* notes) {
@@ -137,6 +139,8 @@ class Volume {
     fs::FormatOptions fo;
     fo.name = name_;
     fo.store_url = store_url_;
+    fo.block_bytes = block_bytes_;
+    fo.pack_below_bytes = std::min(fo.pack_below_bytes, block_bytes_ / 2);  // 64K blocks
     FOLIO_RETURN_IF_ERROR(fs::FormatVolume(meta_.get(), fo).status());
     store::StoreOptions so;
     so.prefix = name_;
@@ -201,6 +205,7 @@ class Volume {
 
   const std::string meta_url_, store_url_, name_;
   const uint64_t cache_bytes_;
+  const uint64_t block_bytes_;
   std::unique_ptr<meta::MetaEngine> meta_;
   std::unique_ptr<store::BlockStore> store_;
   std::unique_ptr<PageCache> cache_;
@@ -477,7 +482,8 @@ Status EngineBench::RunCombo(const std::string& meta, const std::string& store, 
       store == "dir" ? "dir:" + work_ + "/store-" + std::to_string(index) : store;
   Status s;
   {
-    Volume v(meta_url, store_url, fmt::format("fbench-{}-{}", ::getpid(), index), c_.cache_bytes);
+    Volume v(meta_url, store_url, fmt::format("fbench-{}-{}", ::getpid(), index), c_.cache_bytes,
+             c_.block_bytes);
     s = v.Create(&r.notes);
     if (s.ok()) s = MetadataOps(v.fs(), v.meta(), &r);
     if (s.ok()) s = SmallFiles(v.fs(), &r);
@@ -559,8 +565,9 @@ std::string EngineBench::Text() const {
       "4 KiB write + fsync, the block's put included. JuiceFS's figures: its metadata engines "
       "benchmark (Redis appendfsync=always, PostgreSQL 15; AWS c5, its own hardware): a "
       "reference, not a same-run ratio. Small files: {} of 1-64 KiB, create + write + close, "
-      "then one SyncAll; sequential: {} in 1 MiB writes + fsync, read back after a remount.\n",
-      c_.small_files, FormatSize(c_.seq_bytes));
+      "then one SyncAll; sequential: {} in 1 MiB writes + fsync, read back after a remount. "
+      "Volumes formatted with {} blocks.\n",
+      c_.small_files, FormatSize(c_.seq_bytes), FormatSize(c_.block_bytes));
   for (const RadosCeiling& rc : rados_) {
     if (!rc.error.empty()) {
       t += "rados bench on pool " + rc.pool + ": " + rc.error + "\n";
@@ -599,6 +606,7 @@ std::string EngineBench::JsonText() const {
   j["ops_per_op"] = c_.ops;
   j["small_files"] = c_.small_files;
   j["seq_bytes"] = c_.seq_bytes;
+  j["block_bytes"] = c_.block_bytes;
   Json combos = Json::array();
   for (const ComboResult& r : results_) {
     Json cj;

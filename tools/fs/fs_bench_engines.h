@@ -34,6 +34,7 @@ struct FsEngineBenchConfig {
   uint64_t seq_bytes = 128ull << 20;
   int rados_seconds = 5;            // per `rados bench` mode
   uint64_t cache_bytes = 256ull << 20;
+  uint64_t block_bytes = 4ull << 20;  // the volumes' block size (folio fs format --block-size)
   bool json = false;
 };
 

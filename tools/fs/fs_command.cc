@@ -378,7 +378,7 @@ Status BuildEngineBench(CLI::App* bench, const FsArgs& a, FsEngineBenchConfig* c
       return Status::InvalidArgument(std::string(flag) +
                                      ": a flag of the FUSE bench; leave it out with --meta (the "
                                      "engine bench takes --store, --ops, --small-files, "
-                                     "--seq-size, --rados-seconds, --cache)");
+                                     "--seq-size, --rados-seconds, --block-size, --cache)");
     }
   }
   const char* tmp = std::getenv("TMPDIR");
@@ -422,6 +422,14 @@ Status BuildEngineBench(CLI::App* bench, const FsArgs& a, FsEngineBenchConfig* c
     return Status::InvalidArgument("--cache " + cache +
                                    ": use a whole number of MiB, at least 32M (e.g. 256M)");
   }
+  FOLIO_ASSIGN_OR_RETURN(c->block_bytes, SizeFlag(a.block_size, "--block-size", "4M or 1M"));
+  fs::FormatOptions fo;  // what the bench formats its volumes with (fs_bench_engines.cc)
+  fo.name = "fbench";
+  fo.store_url = "dir:";
+  fo.block_bytes = c->block_bytes;
+  fo.pack_below_bytes = std::min(fo.pack_below_bytes, fo.block_bytes / 2);
+  Status valid = fs::ValidateFormatOptions(fo);
+  if (!valid.ok()) return valid;
   c->json = a.json;
   return Status::OK();
 }
@@ -432,6 +440,12 @@ int RunBenchCommand(CLI::App* bench, const FsArgs& a) {
     Status s = BuildEngineBench(bench, a, &c);
     if (!s.ok()) return ExitWithStatus("folio fs bench", s);
     return RunFsEngineBench(c);
+  }
+  if (bench->count("--block-size") > 0) {
+    return ExitWithStatus("folio fs bench",
+                          Status::InvalidArgument("--block-size: a flag of the engine bench "
+                                                  "(--meta); the FUSE bench's volume has the "
+                                                  "default 4M blocks"));
   }
   FsBenchConfig c;
   c.json = a.json;
@@ -540,6 +554,10 @@ Command AddFsCommand(CLI::App& root) {
   bench->add_option("--seq-size", a->seq_size, "With --meta: bytes of the 1 MiB sequential "
                                                "write and read")
       ->default_str("128M");
+  bench->add_option("--block-size", a->block_size,
+                    "With --meta: the block size the bench's volumes are formatted with, a "
+                    "power of two 64K..16M")
+      ->default_str("4M");
   bench->add_option("--rados-seconds", a->rados_seconds,
                     "With --meta and a rados: store: seconds of each `rados bench` mode")
       ->default_str("5");
