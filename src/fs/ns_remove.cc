@@ -28,12 +28,13 @@ Status FileSystem::DropLink(meta::Txn& t, meta::Inode* victim, int64_t now_ns,
   }
   if (victim->nlink > 0) return t.PutInode(*victim);
   if (victim->type == FileType::kRegular) {
-    FOLIO_RETURN_IF_ERROR(t.PutInode(*victim));
+    // The inode (nlink 0) is written only where it stays: a file freed here is deleted.
     if (data_->MarkSustainedIfOpen(victim->ino)) {
+      FOLIO_RETURN_IF_ERROR(t.PutInode(*victim));
       return t.AddSustained(session_->id(), victim->ino);
     }
     FOLIO_ASSIGN_OR_RETURN(bool held, t.IsSustained(victim->ino));
-    if (held) return Status::OK();
+    if (held) return t.PutInode(*victim);
     FOLIO_ASSIGN_OR_RETURN(std::vector<uint32_t> chunks, t.ListChunks(victim->ino));
     if (chunks.empty()) {
       // What DataPath::FreeInode does, without the chunks: here rather than as one more write
@@ -46,6 +47,7 @@ Status FileSystem::DropLink(meta::Txn& t, meta::Inode* victim, int64_t now_ns,
       if (freed_file != nullptr) *freed_file = true;
       return Status::OK();
     }
+    FOLIO_RETURN_IF_ERROR(t.PutInode(*victim));
     meta::Deletion d;
     d.kind = meta::DeletionKind::kInode;
     d.id = Raw(victim->ino);

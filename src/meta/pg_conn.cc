@@ -112,32 +112,10 @@ Status PgConn::Check(PGresult* r, std::string_view sql) {
 
 Result<PgRows> PgConn::Exec(std::string_view sql, const std::vector<PgParam>& params) {
   if (broken_) return Status::IOError(display_ + ": connection lost");
-  if (!queued_.empty()) {
-    const Statement last{std::string(sql), params, /*prepared=*/true};
-    return RunPipeline(&last);
-  }
-  auto it = prepared_.find(std::string(sql));
-  if (it == prepared_.end()) {
-    const std::string name = fmt::format("s{}", next_statement_++);
-    std::vector<Oid> types;
-    for (const PgParam& p : params) types.push_back(p.type);
-    PgRows r(PQprepare(conn_, name.c_str(), std::string(sql).c_str(),
-                       static_cast<int>(types.size()), types.data()));
-    FOLIO_RETURN_IF_ERROR(Check(r.raw(), sql));
-    it = prepared_.emplace(std::string(sql), name).first;
-  }
-  std::vector<const char*> values;
-  std::vector<int> lengths;
-  std::vector<int> formats;
-  for (const PgParam& p : params) {
-    values.push_back(p.bytes.data());
-    lengths.push_back(static_cast<int>(p.bytes.size()));
-    formats.push_back(1);
-  }
-  PgRows r(PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(params.size()),
-                          values.data(), lengths.data(), formats.data(), /*resultFormat=*/1));
-  FOLIO_RETURN_IF_ERROR(Check(r.raw(), sql));
-  return r;
+  // After the queued statements, or alone: a pipeline of one is one round trip, its Prepare
+  // (on first use) included.
+  const Statement last{std::string(sql), params, /*prepared=*/true};
+  return RunPipeline(&last);
 }
 
 Result<PgRows> PgConn::Simple(std::string_view sql) {
