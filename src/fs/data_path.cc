@@ -188,6 +188,20 @@ void DataPath::Overlay(meta::Inode* inode) const {
   if (std::shared_ptr<FileData> data = Find(inode->ino)) data->Overlay(inode);
 }
 
+void DataPath::OverlayAll(std::span<meta::Inode> inodes) const {
+  std::vector<std::pair<meta::Inode*, std::shared_ptr<FileData>>> found;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (files_.empty()) return;
+    for (meta::Inode& inode : inodes) {
+      if (inode.type != FileType::kRegular) continue;
+      auto it = files_.find(Raw(inode.ino));
+      if (it != files_.end()) found.emplace_back(&inode, it->second);
+    }
+  }
+  for (auto& [inode, data] : found) data->Overlay(inode);
+}
+
 void DataPath::AddWrittenPages(InodeId ino, cache::PageRangeSet* pages) const {
   if (std::shared_ptr<FileData> data = Find(ino)) data->AddWrittenPages(pages);
 }
@@ -202,6 +216,7 @@ void DataPath::ForgetIfClosed(InodeId ino) {
     if (drop->in_lru) lru_.erase(drop->lru_it);
     drop->in_lru = false;
     files_.erase(it);
+    atimes_.erase(Raw(ino));
   }
   drop->Discard();
   // A closed file not settled yet still holds its record (shared mounts): the unlink that
@@ -231,6 +246,16 @@ void DataPath::SettleClosed(const std::shared_ptr<FileData>& data) {
     // periodic sync), not while it is open; its next last close settles it.
     std::lock_guard<std::mutex> lock(mu_);
     if (data->opens > 0) return;
+  }
+  if (!ctx_.options.shared && data->AtimeOnly()) {
+    // Reading a file moved its atime (relatime: the first read after a write): one write
+    // transaction per file read would cost more than the read. It goes with others in the
+    // next CommitAtimes; meanwhile this mount shows it (Overlay), and the file stays out of
+    // the LRU (never evicted with its atime).
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = files_.find(Raw(data->ino()));
+    if (it != files_.end() && it->second == data) atimes_.emplace(Raw(data->ino()), data);
+    return;
   }
   Status s = data->Sync(SyncMode::kBackground);
   // Shared mounts: a clean closed file is no longer held here (committed first, so that
@@ -287,7 +312,59 @@ Status DataPath::Truncate(const Cred& cred, const meta::Inode& inode, uint64_t s
   return s.ok() ? c : s;
 }
 
+Status DataPath::CommitAtimes() {
+  std::vector<std::shared_ptr<FileData>> waiting;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiting.reserve(atimes_.size());
+    for (auto& [ino, d] : atimes_) waiting.push_back(std::move(d));
+    atimes_.clear();
+  }
+  Status first;
+  for (size_t at = 0; at < waiting.size(); at += kAtimeBatch) {
+    const size_t end = std::min(waiting.size(), at + kAtimeBatch);
+    std::vector<std::pair<FileData*, FileData::AtimeUpdate>> batch;
+    for (size_t i = at; i < end; ++i) {
+      if (std::optional<FileData::AtimeUpdate> u = waiting[i]->AtimeOnly()) {
+        batch.emplace_back(waiting[i].get(), *u);
+      }
+    }
+    std::vector<int64_t> committed(batch.size());
+    Status s;
+    if (!batch.empty()) {
+      s = ctx_.meta->Transact("atime", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+        for (size_t i = 0; i < batch.size(); ++i) {
+          const auto& [data, u] = batch[i];
+          FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Inode> inode, t.GetInode(data->ino()));
+          committed[i] = inode ? inode->atime_ns : u.atime_ns;
+          // Freed since (unlinked after the close), or its atime set since (a utimensat after
+          // the read): nothing of the read's to commit, as FileData::CommitRecords decides.
+          if (!inode || inode->atime_ns != u.base_atime_ns) continue;
+          inode->atime_ns = u.atime_ns;
+          committed[i] = u.atime_ns;
+          FOLIO_RETURN_IF_ERROR(t.PutInode(*inode));
+        }
+        return Status::OK();
+      });
+    }
+    if (s.ok()) {
+      for (size_t i = 0; i < batch.size(); ++i) batch[i].first->AtimeCommitted(batch[i].second, committed[i]);
+      if (!batch.empty()) {
+        FsCounters::Add(ctx_.counters->atime_files, batch.size());
+        FsCounters::Add(ctx_.counters->atime_commits);
+      }
+    } else if (first.ok()) {
+      first = s;
+    }
+    // Settled as after a close: clean ones go to the LRU; a failed batch's files (still
+    // atime-dirty) wait for the next pass.
+    for (size_t i = at; i < end; ++i) SettleClosed(waiting[i]);
+  }
+  return first;
+}
+
 Status DataPath::SyncAll() {
+  Status atimes = CommitAtimes();
   std::vector<std::shared_ptr<FileData>> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -308,6 +385,10 @@ Status DataPath::SyncAll() {
     closing.swap(closing_);
   }
   for (const std::shared_ptr<FileData>& d : closing) SettleClosed(d);
+  // What SettleClosed left for a batch (the files closed above), and the first error.
+  Status late = CommitAtimes();
+  if (first.ok()) first = atimes;
+  if (first.ok()) first = late;
   return first;
 }
 
@@ -359,6 +440,7 @@ Status DataPath::Maintenance() {
   auto keep = [&](Status s) {
     if (first.ok() && !s.ok()) first = s;
   };
+  keep(CommitAtimes());
   // Without the committer thread, packs of the files settled above are committed here.
   if (!ctx_.options.background) keep(packs_->Flush());
   keep(RunDeletions(WallNs()));

@@ -32,6 +32,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <span>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -99,6 +100,8 @@ class DataPath {
   bool MarkSustainedIfOpen(InodeId ino);
   // Applies this mount's uncommitted size / times / mode of ino to *inode (no-op if none).
   void Overlay(meta::Inode* inode) const;
+  // Overlay of every regular file of `inodes`, with one look at the open files (readdirplus).
+  void OverlayAll(std::span<meta::Inode> inodes) const;
   // FileData::AddWrittenPages of ino's FileData, if this mount has one.
   void AddWrittenPages(InodeId ino, cache::PageRangeSet* pages) const;
   // The inode lost its last link: drop a cached FileData of it that no handle holds.
@@ -148,8 +151,15 @@ class DataPath {
 
  private:
   void FlusherLoop();
-  // Syncs a closed file and moves it to the LRU when it is clean.
+  // Syncs a closed file and moves it to the LRU when it is clean. A closed file whose only
+  // uncommitted change is the atime of its reads waits in atimes_ for CommitAtimes instead
+  // (unshared mounts).
   void SettleClosed(const std::shared_ptr<FileData>& data);
+  // Commits the atimes waiting in atimes_, up to kAtimeBatch files per transaction (a file that
+  // has more than its atime to commit by then is left to its own commit), and settles the
+  // files. Maintenance runs it every pass (so an atime waits about a second), SyncAll first.
+  Status CommitAtimes();
+  static constexpr size_t kAtimeBatch = 256;
   void EvictLocked(std::vector<std::shared_ptr<FileData>>* out);
   Status ReleaseSustained(const std::shared_ptr<FileData>& data);
   // Shared mounts (FsOptions::shared; no-ops otherwise). RecordOpen: a handle of `data` is
@@ -170,6 +180,8 @@ class DataPath {
   std::unordered_map<uint64_t, std::shared_ptr<FileData>> files_;  // GUARDED_BY(mu_)
   std::list<uint64_t> lru_;         // GUARDED_BY(mu_): closed, clean files, oldest first
   std::deque<std::shared_ptr<FileData>> closing_;  // GUARDED_BY(mu_): to sync after close
+  // Closed files with only a read's atime to commit (SettleClosed), by inode. GUARDED_BY(mu_).
+  std::unordered_map<uint64_t, std::shared_ptr<FileData>> atimes_;
   std::set<std::pair<uint64_t, uint32_t>> compact_;  // GUARDED_BY(mu_): (ino, chunk)
   std::map<std::pair<uint64_t, uint32_t>, Appended> appended_;  // GUARDED_BY(mu_)
   bool stop_ = false;               // GUARDED_BY(mu_)

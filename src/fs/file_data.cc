@@ -242,6 +242,22 @@ bool FileData::Dirty() const {
   return view_.dirty_since_ns != 0 || ticket_ != nullptr || dev_->HasPending();
 }
 
+std::optional<FileData::AtimeUpdate> FileData::AtimeOnly() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const View& v = view_;
+  if (!v.atime_dirty || v.size_dirty || v.times_dirty || v.mode_dirty || v.size_exact ||
+      v.data_dirty || v.sparse_dirty || ticket_ != nullptr || dev_->HasPending()) {
+    return std::nullopt;
+  }
+  return AtimeUpdate{v.gen, v.atime_ns, v.base.atime_ns};
+}
+
+void FileData::AtimeCommitted(const AtimeUpdate& u, int64_t committed_atime_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  view_.base.atime_ns = committed_atime_ns;
+  ClearDirtyLocked(u.gen);
+}
+
 uint64_t FileData::dirty_since_ns() const {
   std::lock_guard<std::mutex> lock(mu_);
   return view_.dirty_since_ns;

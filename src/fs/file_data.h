@@ -24,6 +24,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <span>
 
@@ -91,6 +92,18 @@ class FileData final : public InodeDevice::Owner,
   uint64_t size() const;
   bool Dirty() const;
   uint64_t dirty_since_ns() const;
+  // The atime of reads is all this mount has uncommitted of the file (no data, no other
+  // attribute, no pack in flight): what DataPath::CommitAtimes commits for many files in one
+  // transaction. nullopt when anything else is dirty (the file's own commit takes it all).
+  struct AtimeUpdate {
+    uint64_t gen = 0;
+    int64_t atime_ns = 0;
+    int64_t base_atime_ns = 0;  // the committed atime the reads' one replaces
+  };
+  std::optional<AtimeUpdate> AtimeOnly() const;
+  // The metadata holds `committed_atime_ns` now (CommitAtimes' transaction): the base takes it,
+  // and the file is clean unless it changed since `u` was taken.
+  void AtimeCommitted(const AtimeUpdate& u, int64_t committed_atime_ns);
   // Close-to-open at an open of this cached file: *seen is the metadata's inode as the open
   // read it. When the metadata holds another version than this mount last committed or read
   // (another mount wrote the file, or the FileData is stale) and this mount has nothing

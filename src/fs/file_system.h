@@ -115,6 +115,8 @@ struct FsStats {
   uint64_t cached_inodes = 0;
   uint64_t commits = 0;             // slice commit transactions
   uint64_t slices_committed = 0;
+  uint64_t atime_files = 0;         // closed files whose read atime went in a batch (below)
+  uint64_t atime_commits = 0;       // transactions of those batches (DataPath::CommitAtimes)
   uint64_t packed_files = 0;        // files written as one pack entry
   uint64_t packs_written = 0;
   uint64_t pack_bytes = 0;
@@ -312,8 +314,9 @@ class FileSystem {
   // be null) is set when a regular file without data was freed in txn itself.
   Status DropLink(meta::Txn& txn, meta::Inode* victim, int64_t now_ns,
                   bool* freed_file = nullptr);
-  // The inode's attributes with this mount's uncommitted changes (size, times) applied.
-  Attr AttrOf(const meta::Inode& inode) const;
+  // The inode's attributes with this mount's uncommitted changes (size, times) applied
+  // (overlay = false: the caller applied them, DataPath::OverlayAll).
+  Attr AttrOf(const meta::Inode& inode, bool overlay = true) const;
   // st_blocks of a regular file that may have holes: the 4 KiB pages below its size that its
   // committed slices or this mount's writes hold data in, in 512-byte units.
   uint64_t SparseBlocks512(const meta::Inode& inode) const;

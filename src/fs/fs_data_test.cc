@@ -402,6 +402,65 @@ TEST_F(DataBackgroundTest, SetAttrAfterCloseIsNotUndoneByThePackCommit) {
   }
 }
 
+// Reading a file after writing it moves its atime (relatime). A closed file with nothing else
+// to commit waits for the next maintenance pass, which commits the atimes of all such files in
+// one transaction; meanwhile the mount shows the new atime. A file unlinked, written again or
+// given an explicit atime while it waits keeps what that did.
+TEST_F(DataTest, ReadAtimesOfClosedFilesAreCommittedTogether) {
+  FileSystem* fs = vol_.fs();
+  std::vector<InodeId> files;
+  for (int i = 0; i < 12; ++i) {
+    Result<InodeId> ino = WriteFile(fs, kRootInode, "r" + std::to_string(i), Pattern(5000 + i, 60 + i));
+    ASSERT_TRUE(ino.ok());
+    files.push_back(*ino);
+  }
+  ASSERT_TRUE(fs->RunMaintenance().ok());
+  auto committed = [&](InodeId ino) {
+    std::optional<meta::Inode> n;
+    EXPECT_TRUE(vol_.meta()->Transact("test", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
+      FOLIO_ASSIGN_OR_RETURN(n, t.GetInode(ino));
+      return Status::OK();
+    }).ok());
+    return n;
+  };
+  std::vector<int64_t> before;
+  for (InodeId ino : files) before.push_back(committed(ino)->atime_ns);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (InodeId ino : files) ASSERT_TRUE(ReadFile(fs, ino).ok());
+  // Waiting: this mount shows the reads' atime, the metadata does not have it yet.
+  for (size_t i = 0; i < files.size(); ++i) {
+    EXPECT_GT(fs->GetAttr(files[i])->inode.atime_ns, before[i]) << i;
+    EXPECT_EQ(committed(files[i])->atime_ns, before[i]) << i;
+  }
+  // While they wait: one is unlinked, one written, one given an explicit atime.
+  ASSERT_TRUE(fs->Unlink(Cred::Root(), kRootInode, "r0").ok());
+  FileSystem::Opened w = OpenRw(files[1]);
+  ASSERT_TRUE(fs->Write(w.fh, 0, {"x", 1}).ok());
+  ASSERT_TRUE(fs->Release(w.fh).ok());
+  SetAttrRequest r;
+  r.atime = TimeSet::kValue;
+  r.atime_ns = 981173106000000000;
+  ASSERT_TRUE(fs->SetAttr(Cred::Root(), files[2], r).ok());
+  const uint64_t txns = fs->Stats().atime_commits;
+  ASSERT_TRUE(fs->RunMaintenance().ok());
+  EXPECT_EQ(fs->Stats().atime_commits - txns, 1u) << "one transaction for the 9 waiting files";
+  EXPECT_EQ(fs->Stats().atime_files, 9u);
+  EXPECT_FALSE(committed(files[0]).has_value());
+  EXPECT_EQ(committed(files[2])->atime_ns, 981173106000000000);
+  for (size_t i = 1; i < files.size(); ++i) {
+    if (i == 2) continue;
+    const int64_t shown = fs->GetAttr(files[i])->inode.atime_ns;
+    EXPECT_GT(committed(files[i])->atime_ns, before[i]) << i;
+    EXPECT_EQ(committed(files[i])->atime_ns, shown) << i;
+  }
+  EXPECT_EQ(*ReadFile(fs, files[1]), "x" + Pattern(5001, 61).substr(1));
+  // Reads after that wait again, and an unmount commits them.
+  ASSERT_TRUE(ReadFile(fs, files[3]).ok());
+  const int64_t third = fs->GetAttr(files[3])->inode.atime_ns;
+  ASSERT_TRUE(vol_.Remount().ok());
+  EXPECT_EQ(vol_.fs()->GetAttr(files[3])->inode.atime_ns, third);
+}
+
 size_t FirstDifference(const std::string& a, const std::string& b) {
   size_t at = 0;
   while (at < a.size() && at < b.size() && a[at] == b[at]) ++at;

@@ -83,6 +83,8 @@ nlohmann::ordered_json FileSystem::StatsJson() const {
   files["write_bytes"] = s.write_bytes;
   files["commits"] = s.commits;
   files["slices_committed"] = s.slices_committed;
+  files["atime_files"] = s.atime_files;
+  files["atime_commits"] = s.atime_commits;
   j["files"] = std::move(files);
 
   const meta::MetaStats ms = meta_->Stats();

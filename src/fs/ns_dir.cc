@@ -126,6 +126,7 @@ Result<std::vector<DirEntryOut>> FileSystem::ReadDir(uint64_t dh, uint64_t offse
   };
   if (offset == 0) add_dot(".", dir.ino, 1);
   if (offset <= 1 && out.size() < max_entries) add_dot("..", dir.parent, 2);
+  if (plus) data_->OverlayAll(inodes);
   if (h->recent.size() > kRecentMax) {
     h->recent.erase(h->recent.begin(), h->recent.begin() + static_cast<long>(h->recent.size() / 2));
   }
@@ -137,7 +138,7 @@ Result<std::vector<DirEntryOut>> FileSystem::ReadDir(uint64_t dh, uint64_t offse
     e.offset = next_offset++;
     if (plus) {
       if (inodes[i].ino == InodeId{0}) continue;  // removed between the scan and the read
-      e.attr = AttrOf(inodes[i]);
+      e.attr = AttrOf(inodes[i], /*overlay=*/false);
     }
     h->recent.emplace_back(e.offset, e.name);
     out.push_back(std::move(e));

@@ -34,10 +34,10 @@ Status FileSystem::CheckWritable() const {
   return Status::OK();
 }
 
-Attr FileSystem::AttrOf(const meta::Inode& inode) const {
+Attr FileSystem::AttrOf(const meta::Inode& inode, bool overlay) const {
   Attr a;
   a.inode = inode;
-  if (inode.type == FileType::kRegular) data_->Overlay(&a.inode);
+  if (overlay && inode.type == FileType::kRegular) data_->Overlay(&a.inode);
   switch (a.inode.type) {
     case FileType::kRegular:
       a.blocks_512 = (a.inode.flags & meta::kInodeFlagSparse) != 0

@@ -11,7 +11,7 @@
 namespace folio::fs {
 
 struct FsCounters {
-  std::atomic<uint64_t> commits{0}, slices_committed{0};
+  std::atomic<uint64_t> commits{0}, slices_committed{0}, atime_files{0}, atime_commits{0};
   std::atomic<uint64_t> packed_files{0}, packs_written{0}, pack_bytes{0}, packs_rewritten{0};
   std::atomic<uint64_t> chunks_compacted{0}, compaction_bytes{0}, compactions_deferred{0};
   std::atomic<uint64_t> deletions_done{0}, deletions_deferred{0}, inodes_freed{0};
@@ -26,6 +26,8 @@ struct FsCounters {
     auto ld = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
     s->commits = ld(commits);
     s->slices_committed = ld(slices_committed);
+    s->atime_files = ld(atime_files);
+    s->atime_commits = ld(atime_commits);
     s->packed_files = ld(packed_files);
     s->packs_written = ld(packs_written);
     s->pack_bytes = ld(pack_bytes);
