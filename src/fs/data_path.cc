@@ -456,6 +456,13 @@ uint64_t DataPath::open_files() const {
   return n;
 }
 
+uint64_t DataPath::unsettled_files() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t n = 0;
+  for (const auto& [ino, d] : files_) n += d->opens == 0 && !d->in_lru ? 1 : 0;
+  return n;
+}
+
 uint64_t DataPath::cached_inodes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return files_.size();

@@ -147,6 +147,8 @@ class DataPath {
   PackCommitter* packs() const { return packs_.get(); }
   uint64_t open_files() const;
   uint64_t cached_inodes() const;
+  // Closed files not settled yet (FsStats::unsettled_files).
+  uint64_t unsettled_files() const;
   Result<meta::SliceId> NewSliceId();
 
  private:

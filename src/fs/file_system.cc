@@ -208,6 +208,7 @@ FsStats FileSystem::Stats() const {
   counters_->SnapshotInto(&s);
   s.open_files = data_->open_files();
   s.cached_inodes = data_->cached_inodes();
+  s.unsettled_files = data_->unsettled_files();
   const store::StoreStatsSnapshot st = store_->stats();
   s.checksum_failures = st.checksum_failures;
   s.store_get_requests = st.get.requests;

@@ -113,6 +113,9 @@ struct FsOptions {
 struct FsStats {
   uint64_t open_files = 0;
   uint64_t cached_inodes = 0;
+  // Closed files whose data or attributes are not committed yet (being settled, waiting for a
+  // pack or an atime batch): 0 once everything closed is in the metadata.
+  uint64_t unsettled_files = 0;
   uint64_t commits = 0;             // slice commit transactions
   uint64_t slices_committed = 0;
   uint64_t atime_files = 0;         // closed files whose read atime went in a batch (below)
