@@ -348,7 +348,9 @@ Status DataPath::CommitAtimes() {
       });
     }
     if (s.ok()) {
-      for (size_t i = 0; i < batch.size(); ++i) batch[i].first->AtimeCommitted(batch[i].second, committed[i]);
+      for (size_t i = 0; i < batch.size(); ++i) {
+        batch[i].first->AtimeCommitted(batch[i].second, committed[i]);
+      }
       if (!batch.empty()) {
         FsCounters::Add(ctx_.counters->atime_files, batch.size());
         FsCounters::Add(ctx_.counters->atime_commits);

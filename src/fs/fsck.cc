@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "base/timespec.h"
 #include "fs/fs_internal.h"
 #include "fs/session.h"
 #include "fs/slice_refs.h"
@@ -356,9 +355,7 @@ Result<FsckReport> Fsck(meta::MetaEngine* meta, store::BlockStore* store,
       FOLIO_ASSIGN_OR_RETURN(sessions, t.ListSessions());
       return Status::OK();
     }));
-    timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    const int64_t now = TimespecToNs(ts);
+    const int64_t now = WallNs();
     for (const meta::Session& ss : sessions) {
       if (!ss.read_only && !SessionKeeper::IsDead(ss, now, format->session_timeout_ms)) {
         return Status::Busy(meta->url() + ": volume '" + format->name +
