@@ -1,6 +1,7 @@
 #include "meta/cached_engine.h"
 
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -37,8 +38,7 @@ std::string CachedEngine::EntryKey(InodeId parent, std::string_view name) {
 // empty database, from EmptyTxn) does not matter.
 class CachedEngine::CacheTxn final : public ForwardingTxn {
  public:
-  CacheTxn(CachedEngine* e, uint64_t epoch)
-      : e_(e), epoch_(epoch), empty_(Status::InvalidArgument("write in a kRead transaction")) {}
+  CacheTxn(CachedEngine* e, uint64_t epoch) : e_(e), epoch_(epoch) {}
   bool missed() const { return missed_; }
 
   Result<std::optional<Inode>> GetInode(InodeId ino) override {
@@ -74,7 +74,8 @@ class CachedEngine::CacheTxn final : public ForwardingTxn {
  protected:
   Txn& In() override {
     missed_ = true;
-    return empty_;
+    if (!empty_) empty_.emplace(Status::InvalidArgument("write in a kRead transaction"));
+    return *empty_;
   }
 
  private:
@@ -87,7 +88,7 @@ class CachedEngine::CacheTxn final : public ForwardingTxn {
 
   CachedEngine* const e_;
   const uint64_t epoch_;
-  EmptyTxn empty_;
+  std::optional<EmptyTxn> empty_;  // what fn sees of anything not cached (made on first use)
   bool missed_ = false;
 };
 
