@@ -201,11 +201,11 @@ class CachedEngine::WriteTxn final : public ForwardingTxn {
   // of it), and remembers the record whatever this attempt's fate.
   void Touch(uint64_t ino) {
     if (!writer_.registered) e_->Register(&writer_);
-    touched_inodes_.emplace(ino, true);
+    touched_inodes_.insert(ino);
   }
   void Touch(const std::string& key) {
     if (!writer_.registered) e_->Register(&writer_);
-    touched_entries_.emplace(key, true);
+    touched_entries_.insert(key);
   }
 
   CachedEngine* const e_;
@@ -213,8 +213,8 @@ class CachedEngine::WriteTxn final : public ForwardingTxn {
   Writer writer_;
   std::unordered_map<uint64_t, std::optional<Inode>> inodes_;
   std::unordered_map<std::string, std::optional<Entry>> entries_;
-  std::unordered_map<uint64_t, bool> touched_inodes_;
-  std::unordered_map<std::string, bool> touched_entries_;
+  std::unordered_set<uint64_t> touched_inodes_;
+  std::unordered_set<std::string> touched_entries_;
 };
 
 CachedEngine::CachedEngine(MetaEngine* inner, size_t max_records)
@@ -230,36 +230,40 @@ void CachedEngine::Register(Writer* w) {
   w->start = ++starts_;
 }
 
+namespace {
+
+// A finished writer's records of one kind: what it wrote goes into the cache when it may
+// install, else every record it touched leaves it.
+template <typename Key, typename Value>
+void SettleRecords(const std::unordered_set<Key>& touched,
+                   const std::unordered_map<Key, Value>& written, bool install, size_t max_records,
+                   std::unordered_map<Key, Value>* cache, uint64_t* installed, uint64_t* erased) {
+  for (const Key& key : touched) {
+    auto v = written.find(key);
+    if (install && v != written.end()) {
+      if (cache->size() >= max_records) cache->clear();
+      cache->insert_or_assign(key, v->second);
+      ++*installed;
+    } else {
+      *erased += cache->erase(key);
+    }
+  }
+}
+
+}  // namespace
+
 void CachedEngine::FinishWrite(const Writer& w, bool committed,
                                const std::unordered_map<uint64_t, std::optional<Inode>>& inodes,
                                const std::unordered_map<std::string, std::optional<Entry>>& entries,
-                               const std::unordered_map<uint64_t, bool>& touched_inodes,
-                               const std::unordered_map<std::string, bool>& touched_entries) {
+                               const std::unordered_set<uint64_t>& touched_inodes,
+                               const std::unordered_set<std::string>& touched_entries) {
   std::lock_guard<std::mutex> lock(mu_);
   // Alone from registration to now: no other commit can have come after this one's on these
   // records, so what it wrote is what the engine holds.
   const bool install = committed && enabled_ && !w.overlapped && starts_ == w.start;
   uint64_t installed = 0, erased = 0;
-  for (const auto& [ino, unused] : touched_inodes) {
-    auto v = inodes.find(ino);
-    if (install && v != inodes.end()) {
-      if (inodes_.size() >= max_records_) inodes_.clear();
-      inodes_.insert_or_assign(ino, v->second);
-      ++installed;
-    } else {
-      erased += inodes_.erase(ino);
-    }
-  }
-  for (const auto& [key, unused] : touched_entries) {
-    auto v = entries.find(key);
-    if (install && v != entries.end()) {
-      if (entries_.size() >= max_records_) entries_.clear();
-      entries_.insert_or_assign(key, v->second);
-      ++installed;
-    } else {
-      erased += entries_.erase(key);
-    }
-  }
+  SettleRecords(touched_inodes, inodes, install, max_records_, &inodes_, &installed, &erased);
+  SettleRecords(touched_entries, entries, install, max_records_, &entries_, &installed, &erased);
   ++epoch_;
   --active_;
   installs_.fetch_add(installed, std::memory_order_relaxed);

@@ -44,6 +44,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "meta/meta_engine.h"
 
@@ -100,8 +101,8 @@ class CachedEngine final : public MetaEngine {
   void FinishWrite(const Writer& w, bool committed,
                    const std::unordered_map<uint64_t, std::optional<Inode>>& inodes,
                    const std::unordered_map<std::string, std::optional<Entry>>& entries,
-                   const std::unordered_map<uint64_t, bool>& touched_inodes,
-                   const std::unordered_map<std::string, bool>& touched_entries);
+                   const std::unordered_set<uint64_t>& touched_inodes,
+                   const std::unordered_set<std::string>& touched_entries);
 
   MetaEngine* const inner_;
   const size_t max_records_;

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <filesystem>
 #include <functional>
+#include <latch>
 #include <map>
 #include <mutex>
 #include <random>
@@ -148,25 +148,6 @@ Result<uint64_t> ReadSize(MetaEngine* e, uint64_t ino) {
   return size;
 }
 
-// A one-shot latch.
-class Latch {
- public:
-  void Open() {
-    std::lock_guard<std::mutex> lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  void Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return open_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
-};
-
 TEST(CachedEngineTest, ReadsAfterAWriteAreAnsweredWithoutTheEngine) {
   MemEngine mem;
   CachedEngine c(&mem);
@@ -245,23 +226,23 @@ TEST(CachedEngineTest, OverlappingWritersLeaveNoOlderValueCached) {
   MemEngine mem;
   CachedEngine c(&mem);
   ASSERT_TRUE(PutSize(&c, 9, 0).ok());
-  Latch w1_wrote, w2_ended;
+  std::latch w1_wrote(1), w2_ended(1);
   std::atomic<int> commits{0};
   mem.after_commit = [&] {
-    if (commits.fetch_add(1) == 0) w2_ended.Wait();  // W1 waits after its commit
+    if (commits.fetch_add(1) == 0) w2_ended.wait();  // W1 waits after its commit
   };
   std::thread w1([&] {
     EXPECT_TRUE(c.Transact("w1", TxnMode::kWrite, [&](Txn& t) -> Status {
                    FOLIO_RETURN_IF_ERROR(t.PutInode(MakeInode(9, 1)));
-                   w1_wrote.Open();
+                   w1_wrote.count_down();
                    return Status::OK();
                  }).ok());
   });
-  w1_wrote.Wait();
+  w1_wrote.wait();
   // Let W1 commit first: W2 writes only after W1's commit.
   while (commits.load() == 0) std::this_thread::yield();
   EXPECT_TRUE(PutSize(&c, 9, 2).ok());
-  w2_ended.Open();
+  w2_ended.count_down();
   w1.join();
   EXPECT_EQ(*ReadSize(&c, 9), 2u);
   EXPECT_TRUE(c.CheckAgainstEngine().ok());
