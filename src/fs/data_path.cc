@@ -19,7 +19,10 @@ constexpr uint64_t kPackDelayMs = 100;
 
 }  // namespace
 
-DataPath::DataPath(const DataContext& ctx) : ctx_(ctx), packs_(std::make_unique<PackCommitter>(this, kPackDelayMs)) {}
+DataPath::DataPath(const DataContext& ctx)
+    : ctx_(ctx),
+      packs_(std::make_unique<PackCommitter>(this, kPackDelayMs)),
+      sole_writer_(!ctx.options.shared && !ctx.options.read_only) {}
 
 DataPath::~DataPath() {
   {
@@ -80,7 +83,7 @@ Result<std::shared_ptr<FileData>> DataPath::Open(meta::Inode* seen, const FolioP
     *keep_cache = !*dropped;
     return data;
   }
-  *keep_cache = false;
+  *keep_cache = sole_writer_.load(std::memory_order_acquire);
   auto fresh = std::make_shared<FileData>(this, inode, policy);
   FOLIO_RETURN_IF_ERROR(fresh->Init(chunks));
   {
@@ -276,7 +279,7 @@ void DataPath::SettleClosed(const std::shared_ptr<FileData>& data) {
 }
 
 void DataPath::EvictLocked(std::vector<std::shared_ptr<FileData>>* out) {
-  while (lru_.size() > kCachedFilesMax) {
+  while (lru_.size() > ctx_.options.closed_files_cached) {
     const uint64_t ino = lru_.front();
     lru_.pop_front();
     auto it = files_.find(ino);

@@ -14,7 +14,8 @@
 //
 // Lifetime of a FileData: created by the first open; after the last close it is synced in the
 // background (a small file goes to the pack writer) and then kept, clean, in an LRU of closed
-// files (so a reopen finds its cached pages) until more than kCachedFilesMax are closed.
+// files (so a reopen finds its cached pages) until more than FsOptions::closed_files_cached
+// are closed.
 // A file unlinked while open is freed at its last close (its FileData discarded).
 //
 // Deletion: the queue (meta) holds kInode items (freed here: chunks emptied, references
@@ -26,6 +27,7 @@
 // Thread safety: every method is thread-safe.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -66,8 +68,6 @@ struct DataContext {
 
 class DataPath {
  public:
-  static constexpr size_t kCachedFilesMax = 4096;
-
   explicit DataPath(const DataContext& ctx);
   ~DataPath();
   DataPath(const DataPath&) = delete;
@@ -79,7 +79,10 @@ class DataPath {
 
   // Opens the data of a regular file for one more handle, creating its FileData or reusing a
   // cached one; *keep_cache is true when nobody else changed the file since this mount last
-  // saw it (the kernel may keep its cached pages). *seen is the metadata's inode as the caller
+  // saw it (the kernel may keep its cached pages): for a cached FileData, when Revalidate finds
+  // no other mount's change; for a new one, while this mount is the volume's only writer
+  // (every change of the file went through this mount, so through the kernel, which keeps its
+  // pages in step: a write, truncate, punched hole or copy into the file updates or drops them). *seen is the metadata's inode as the caller
   // read it; a newer read replaces it (FileData::Revalidate). `chunks`: the file's chunk list
   // read in the same transaction as *seen, or null (a new FileData then reads it).
   Result<std::shared_ptr<FileData>> Open(meta::Inode* seen, const FolioPolicy& policy,
@@ -117,6 +120,10 @@ class DataPath {
   // queue, compaction, pack rewriting, and the deletion queue.
   Status Maintenance();
 
+  // Another mount cleaned this mount's session (a pause past the session timeout), so it may
+  // have mounted the volume and written: from now on a new FileData never keeps the kernel's
+  // pages (Open).
+  void LoseSoleWriter() { sole_writer_.store(false, std::memory_order_release); }
   // Shared mounts: writes the records of the files open here again, after another mount
   // cleaned this session as dead (SessionKeeper::Heartbeat's DataLoss). A file that mount
   // freed meanwhile stays gone (its reads fail).
@@ -181,6 +188,8 @@ class DataPath {
   std::condition_variable cv_;
   std::unordered_map<uint64_t, std::shared_ptr<FileData>> files_;  // GUARDED_BY(mu_)
   std::list<uint64_t> lru_;         // GUARDED_BY(mu_): closed, clean files, oldest first
+  // A read-write unshared mount until LoseSoleWriter: the volume's only writer.
+  std::atomic<bool> sole_writer_;
   std::deque<std::shared_ptr<FileData>> closing_;  // GUARDED_BY(mu_): to sync after close
   // Closed files with only a read's atime to commit (SettleClosed), by inode. GUARDED_BY(mu_).
   std::unordered_map<uint64_t, std::shared_ptr<FileData>> atimes_;

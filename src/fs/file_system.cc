@@ -137,6 +137,7 @@ Status FileSystem::BeatSession() {
   // Another mount cleaned this session as dead, so it may have mounted the volume and written
   // since: no cached record can be trusted from now on.
   if (cached_meta_) cached_meta_->Disable();
+  data_->LoseSoleWriter();
   (void)data_->RestoreOpenRecords();
   std::lock_guard<std::mutex> handles(handles_mu_);
   for (auto& [fh, f] : files_) {

@@ -12,6 +12,7 @@
 
 #include "fs/fs_test_util.h"
 #include "fs/fsck.h"
+#include "fs/session.h"
 #include "fs/store/object_key.h"
 
 namespace folio::fs {
@@ -214,6 +215,42 @@ TEST_F(DataTest, FsckRepairIsRefusedWhileTheVolumeIsMountedReadWrite) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->clean());
   ASSERT_TRUE(vol_.Mount().ok());
+}
+
+// A file whose FileData was evicted from the LRU of closed files is opened with keep_cache on
+// the volume's only writer (every change went through this mount's kernel, which kept its
+// pages in step), and without it once another mount cleaned this mount's session (it may have
+// written meanwhile).
+TEST(DataEvictionTest, AnEvictedFileKeepsTheKernelsPagesOnlyWhileTheMountIsTheOnlyWriter) {
+  test::VolumeOptions o;
+  o.fs.closed_files_cached = 1;
+  o.session_timeout_ms = 200;  // a maintenance pass 50 ms after the last beats again
+  TestVolume vol(o);
+  ASSERT_TRUE(vol.Create().ok());
+  FileSystem* fs = vol.fs();
+  const std::string one = Pattern(7000, 1);
+  Result<InodeId> a = WriteFile(fs, kRootInode, "a", one);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(fs->RunMaintenance().ok());
+  auto evict_a = [&](const std::string& name) {
+    ASSERT_TRUE(WriteFile(fs, kRootInode, name, Pattern(3000, 2)).ok());
+    ASSERT_TRUE(fs->RunMaintenance().ok());
+    EXPECT_EQ(fs->Stats().cached_inodes, 1u) << "only the newest closed file is kept";
+  };
+  ASSERT_NO_FATAL_FAILURE(evict_a("b"));
+  Result<FileSystem::Opened> o1 = fs->Open(Cred::Root(), *a, O_RDONLY);
+  ASSERT_TRUE(o1.ok()) << o1.status().ToString();
+  EXPECT_TRUE(o1->keep_cache) << "nothing but this mount wrote the file";
+  ASSERT_TRUE(fs->Release(o1->fh).ok());  // no read: no atime holding the file out of the LRU
+  ASSERT_TRUE(CleanSession(vol.meta(), fs->session()).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  EXPECT_EQ(fs->RunMaintenance().code(), StatusCode::kDataLoss);
+  ASSERT_NO_FATAL_FAILURE(evict_a("c"));
+  Result<FileSystem::Opened> o2 = fs->Open(Cred::Root(), *a, O_RDONLY);
+  ASSERT_TRUE(o2.ok()) << o2.status().ToString();
+  EXPECT_FALSE(o2->keep_cache) << "another mount may have written it since the session was cleaned";
+  ASSERT_TRUE(fs->Release(o2->fh).ok());
+  EXPECT_EQ(*ReadFile(fs, *a), one);
 }
 
 TEST_F(DataTest, TruncateDownThenUpReadsZeros) {

@@ -66,6 +66,7 @@ struct VolumeOptions {
   uint64_t pack_below_bytes = 64 << 10;
   uint64_t cache_bytes = 64ull << 20;
   int64_t deletion_grace_ms = 0;
+  int64_t session_timeout_ms = 60000;  // heartbeats every quarter of it (RunMaintenance)
   // The SQLite engine's synchronous setting ("full" or "normal", the mount's meta_sync=fsync),
   // and whether it runs on the power-loss VFS (PowerLossAndRemount).
   std::string meta_synchronous = "full";
@@ -100,6 +101,7 @@ class TestVolume {
     f.block_bytes = options_.block_bytes;
     f.pack_below_bytes = options_.pack_below_bytes;
     f.deletion_grace_ms = options_.deletion_grace_ms;
+    f.session_timeout_ms = options_.session_timeout_ms;
     if (options_.store == StoreKind::kDir) {
       FOLIO_RETURN_IF_ERROR(store::FormatDirStore(store_path_, f.name, store::FormatOptions{}));
     } else {
