@@ -57,7 +57,7 @@ struct InodeDevice::SyncCtx {
 
 InodeDevice::InodeDevice(Owner* owner, const DataContext* ctx, InodeId ino,
                          uint64_t capacity_bytes)
-    : QueuedDevice(256, 8ull << 20),
+    : QueuedDevice(256, 8ull << 20, /*histograms=*/false),  // one per cached file: none read them
       owner_(owner),
       ctx_(ctx),
       ino_(ino),

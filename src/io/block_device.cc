@@ -38,17 +38,17 @@ void DeviceStats::RecordRequest(IoOp op, uint64_t bytes, uint64_t latency_ns) {
     case IoOp::kRead:
       read_requests_.fetch_add(1, kRelaxed);
       read_bytes_.fetch_add(bytes, kRelaxed);
-      read_request_bytes_.Record(bytes);
+      if (histograms_) histograms_->read_request_bytes.Record(bytes);
       break;
     case IoOp::kWrite:
       write_requests_.fetch_add(1, kRelaxed);
       write_bytes_.fetch_add(bytes, kRelaxed);
-      write_request_bytes_.Record(bytes);
+      if (histograms_) histograms_->write_request_bytes.Record(bytes);
       break;
     case IoOp::kFlush: flushes_.fetch_add(1, kRelaxed); break;
     case IoOp::kTrim: trims_.fetch_add(1, kRelaxed); break;
   }
-  latency_ns_.Record(latency_ns);
+  if (histograms_) histograms_->latency_ns.Record(latency_ns);
 }
 
 void DeviceStats::RecordMerge(IoOp op) {
@@ -68,9 +68,11 @@ DeviceStatsSnapshot DeviceStats::Snapshot() const {
   s.read_merges = read_merges_.load(kRelaxed);
   s.write_merges = write_merges_.load(kRelaxed);
   s.errors = errors_.load(kRelaxed);
-  s.read_request_bytes = read_request_bytes_.Snapshot();
-  s.write_request_bytes = write_request_bytes_.Snapshot();
-  s.latency_ns = latency_ns_.Snapshot();
+  if (histograms_) {
+    s.read_request_bytes = histograms_->read_request_bytes.Snapshot();
+    s.write_request_bytes = histograms_->write_request_bytes.Snapshot();
+    s.latency_ns = histograms_->latency_ns.Snapshot();
+  }
   return s;
 }
 
@@ -79,9 +81,11 @@ void DeviceStats::Reset() {
                   &trims_, &read_merges_, &write_merges_, &errors_}) {
     c->store(0, std::memory_order_relaxed);
   }
-  read_request_bytes_.Reset();
-  write_request_bytes_.Reset();
-  latency_ns_.Reset();
+  if (histograms_) {
+    histograms_->read_request_bytes.Reset();
+    histograms_->write_request_bytes.Reset();
+    histograms_->latency_ns.Reset();
+  }
 }
 
 // ---- Synchronous helpers -------------------------------------------------------------------

@@ -14,8 +14,8 @@ struct QueuedDevice::State : ThreadState {
   uint64_t in_flight = 0;  // original requests submitted and not yet completed
 };
 
-QueuedDevice::QueuedDevice(uint32_t queue_depth, uint64_t max_request_bytes)
-    : queue_depth_(queue_depth), max_request_bytes_(max_request_bytes) {}
+QueuedDevice::QueuedDevice(uint32_t queue_depth, uint64_t max_request_bytes, bool histograms)
+    : queue_depth_(queue_depth), max_request_bytes_(max_request_bytes), stats_(histograms) {}
 
 namespace {
 

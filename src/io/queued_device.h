@@ -34,7 +34,8 @@ class QueuedDevice : public BlockDevice {
   void ResetStats() override { stats_.Reset(); }
 
  protected:
-  QueuedDevice(uint32_t queue_depth, uint64_t max_request_bytes);
+  // histograms: whether stats() keeps request size and latency histograms (DeviceStats).
+  QueuedDevice(uint32_t queue_depth, uint64_t max_request_bytes, bool histograms = true);
 
   // Performs one merged request (iov has m.iov_count segments for reads and writes).
   // Context: called from Submit of any thread, concurrently; must be thread-safe.
