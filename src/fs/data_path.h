@@ -82,8 +82,9 @@ class DataPath {
   // saw it (the kernel may keep its cached pages): for a cached FileData, when Revalidate finds
   // no other mount's change; for a new one, while this mount is the volume's only writer
   // (every change of the file went through this mount, so through the kernel, which keeps its
-  // pages in step: a write, truncate, punched hole or copy into the file updates or drops them). *seen is the metadata's inode as the caller
-  // read it; a newer read replaces it (FileData::Revalidate). `chunks`: the file's chunk list
+  // pages in step: a write, truncate, punched hole or copy into the file updates or drops
+  // them). *seen is the metadata's inode as the caller read it; a newer read replaces it
+  // (FileData::Revalidate). `chunks`: the file's chunk list
   // read in the same transaction as *seen, or null (a new FileData then reads it).
   Result<std::shared_ptr<FileData>> Open(meta::Inode* seen, const FolioPolicy& policy,
                                          bool* keep_cache,

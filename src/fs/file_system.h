@@ -94,8 +94,9 @@ struct FsOptions {
   // keeps for a reopen, least recently closed evicted first. Each costs about 13 KiB of heap
   // besides its pages (the mount's RSS after closing 4000 one-byte files: +53 MiB; heaptrack
   // of 5000: the page index's first segment 4 KiB, the InodeDevice 0.6 KiB since it keeps no
-  // histograms (6.7 KiB with them), the rest in small tables), so 4096 is about 53 MiB. An evicted file's pages in the kernel's page cache stay valid on an unshared
-  // read-write mount (DataPath::Open).
+  // histograms (6.7 KiB with them), the rest in small tables), so 4096 is about 53 MiB. An
+  // evicted file's pages in the kernel's page cache stay valid on an unshared read-write mount
+  // (DataPath::Open).
   size_t closed_files_cached = 4096;
   // Compaction of a chunk (rewriting what it shows as one slice) waits for this mount to have
   // appended compact_slices records to it since it was last compacted, and then for the bytes

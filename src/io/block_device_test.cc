@@ -371,5 +371,30 @@ TEST_P(DeviceTest, PerThreadStateLifetimes) {
 INSTANTIATE_TEST_SUITE_P(Engines, DeviceTest,
                          ::testing::Values(Engine::kUring, Engine::kSync, Engine::kMem), EngineName);
 
+// Counters are kept either way; the request size and latency histograms only when asked for
+// (a device made per cached file keeps none).
+TEST(DeviceStatsTest, HistogramsAreKeptOnlyWhenAskedFor) {
+  DeviceStats with;
+  DeviceStats without(/*histograms=*/false);
+  for (DeviceStats* s : {&with, &without}) {
+    s->RecordRequest(IoOp::kRead, 4096, 1000);
+    s->RecordRequest(IoOp::kWrite, 65536, 2000);
+  }
+  const DeviceStatsSnapshot a = with.Snapshot();
+  const DeviceStatsSnapshot b = without.Snapshot();
+  EXPECT_EQ(a.read_requests, 1u);
+  EXPECT_EQ(b.read_requests, 1u);
+  EXPECT_EQ(b.write_bytes, 65536u);
+  EXPECT_EQ(a.read_request_bytes.count, 1u);
+  EXPECT_EQ(a.latency_ns.count, 2u);
+  EXPECT_EQ(b.read_request_bytes.count, 0u);
+  EXPECT_EQ(b.write_request_bytes.count, 0u);
+  EXPECT_EQ(b.latency_ns.count, 0u);
+  with.Reset();
+  without.Reset();
+  EXPECT_EQ(with.Snapshot().latency_ns.count, 0u);
+  EXPECT_EQ(without.Snapshot().read_requests, 0u);
+}
+
 }  // namespace
 }  // namespace folio
