@@ -104,6 +104,8 @@ nlohmann::ordered_json FileSystem::StatsJson() const {
   metaj["fsyncs"] = ms.fsyncs;
   metaj["reads_on_writer"] = ms.reads_on_writer;
   metaj["checkpoints"] = ms.checkpoints;
+  metaj["wal_restarts"] = ms.wal_restarts;
+  metaj["wal_frames"] = ms.wal_frames;
   // The record cache (FsOptions::meta_cache): read transactions it answered alone are not in
   // "ops" above, which counts what the engine ran.
   nlohmann::ordered_json cachej;

@@ -182,6 +182,9 @@ struct MetaStats {
   // SQLite: kRead transactions run on the idle writer connection (its page cache warm).
   uint64_t reads_on_writer = 0;
   uint64_t checkpoints = 0;      // SQLite: WAL checkpoints run
+  // SQLite: times the WAL was written from its start again; its frames at the last commit.
+  uint64_t wal_restarts = 0;
+  uint64_t wal_frames = 0;
 };
 
 struct MetaOpenOptions {

@@ -49,7 +49,23 @@ void Backoff(int attempt) {
 // 1000 frames the WAL grew by: SQLite's own hook checkpointed (and fsynced twice) in every
 // commit while the WAL stayed past 1000 frames, which it does as long as some reader is in a
 // transaction when a writer could restart it.
+//
+// Restarting the WAL. SQLite writes the WAL from its start again only when a write transaction
+// begins with every frame already copied into the database. A checkpoint that runs beside a
+// steady stream of commits never sees that: by the time it has copied and fsynced what it saw,
+// the writer has appended more, so the WAL grows for as long as the stream lasts (1 GiB after
+// 60000 metadata operations on a mount, every frame an append that ext4 allocates and zeroes,
+// and each page read searching a wal-index that grows with it). So once the WAL holds
+// kRestartFrames, a pass that copied everything it saw copies the few frames committed since
+// then under writer_mu_, with no batch open: the next write transaction finds nothing left to
+// copy and restarts the WAL (unless a reader still reads the old frames at that instant; the
+// next such pass tries again). The writers wait for one short checkpoint (its two fsyncs) per
+// kRestartFrames frames, not per 1000.
 constexpr int kCheckpointFrames = 1000;
+constexpr int kRestartFrames = 4096;
+// A WAL that grew past this anyway (a reader held old frames for long) is cut back to it when
+// it restarts (PRAGMA journal_size_limit); below it the file is reused, not re-extended.
+constexpr int64_t kWalSizeLimitBytes = 64ll << 20;
 
 // One physical transaction shared by the write transactions of a group commit.
 struct Batch {
@@ -109,6 +125,10 @@ class SqliteEngine final : public MetaEngine {
   // The writer's WAL hook (after each commit) and the checkpointer thread.
   static int WalHook(void* engine, sqlite3* db, const char* name, int frames);
   void CheckpointLoop();
+  void CheckpointPass(SqliteConn& conn);
+  // One PASSIVE checkpoint: false when it failed or found no WAL. *frames: the WAL's frames;
+  // *copied: how many of them are in the database now.
+  bool Checkpoint(SqliteConn& conn, int* frames, int* copied);
 
   Result<std::unique_ptr<SqliteConn>> AcquireReader();
   void ReleaseReader(std::unique_ptr<SqliteConn> conn);
@@ -158,6 +178,8 @@ class SqliteEngine final : public MetaEngine {
   std::thread ckpt_thread_;   // started when the writer is configured (writer_mu_)
   int ckpt_mark_ = 0;         // GUARDED_BY(writer_mu_): WAL frames at the last wake-up
   std::atomic<uint64_t> checkpoints_{0};
+  std::atomic<uint64_t> wal_restarts_{0};  // seen by the WAL hook
+  std::atomic<int64_t> wal_frames_{0};     // WAL frames at the last commit
 };
 
 // ---- opening --------------------------------------------------------------------------------
@@ -204,6 +226,8 @@ Status SqliteEngine::ConfigureWriterLocked() {
   FOLIO_RETURN_IF_ERROR(writer_->Exec(options_.sqlite_synchronous == "full"
                                           ? "PRAGMA synchronous = FULL"
                                           : "PRAGMA synchronous = NORMAL"));
+  FOLIO_RETURN_IF_ERROR(writer_->Exec(
+      fmt::format("PRAGMA journal_size_limit = {}", kWalSizeLimitBytes).c_str()));
   // Replaces SQLite's automatic checkpoint (itself a WAL hook): see kCheckpointFrames.
   sqlite3_wal_hook(writer_->db(), &SqliteEngine::WalHook, this);
   if (!ckpt_thread_.joinable()) ckpt_thread_ = std::thread([this] { CheckpointLoop(); });
@@ -215,7 +239,11 @@ int SqliteEngine::WalHook(void* engine, sqlite3* db, const char* name, int frame
   (void)name;
   // Runs in the writer's commit, under writer_mu_.
   auto* self = static_cast<SqliteEngine*>(engine);
-  if (frames < self->ckpt_mark_) self->ckpt_mark_ = 0;  // the WAL was restarted
+  if (frames < self->ckpt_mark_) {  // the WAL was restarted
+    self->ckpt_mark_ = 0;
+    self->wal_restarts_.fetch_add(1, std::memory_order_relaxed);
+  }
+  self->wal_frames_.store(frames, std::memory_order_relaxed);
   if (frames >= self->ckpt_mark_ + kCheckpointFrames) {
     self->ckpt_mark_ = frames;
     {
@@ -239,17 +267,42 @@ void SqliteEngine::CheckpointLoop() {
       Result<std::unique_ptr<SqliteConn>> c =
           SqliteConn::Open(path_, SQLITE_OPEN_READWRITE, url_, options_.busy_timeout_ms,
                            options_.sqlite_vfs);
-      if (c.ok()) conn = std::move(*c);
+      // A new connection does not know the database is in WAL mode until it has read it: a
+      // checkpoint on it before that does nothing and says so (-1 frames).
+      if (c.ok() && (*c)->QueryInt("PRAGMA schema_version").ok()) conn = std::move(*c);
     }
-    // PASSIVE: copies what no reader still needs and never waits; a WAL that could not be
-    // copied whole is taken up again after the next commits.
-    if (conn != nullptr &&
-        sqlite3_wal_checkpoint_v2(conn->db(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr,
-                                  nullptr) == SQLITE_OK) {
-      checkpoints_.fetch_add(1, std::memory_order_relaxed);
-    }
+    if (conn != nullptr) CheckpointPass(*conn);
     lock.lock();
   }
+}
+
+// PASSIVE: copies what no reader still needs and never waits; a WAL that could not be copied
+// whole is taken up again after the next commits.
+void SqliteEngine::CheckpointPass(SqliteConn& conn) {
+  int frames = 0, copied = 0;
+  if (!Checkpoint(conn, &frames, &copied)) return;
+  if (frames < kRestartFrames || copied < frames) return;
+  // Copied everything it saw: copy what was committed since, with no writer running, so the
+  // next write transaction restarts the WAL (see kRestartFrames). A batch open on the writer
+  // holds frames of its own; wait for its commit.
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    {
+      std::lock_guard wlock(writer_mu_);
+      if (batch_ == nullptr) {
+        (void)Checkpoint(conn, &frames, &copied);
+        return;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+}
+
+bool SqliteEngine::Checkpoint(SqliteConn& conn, int* frames, int* copied) {
+  const int rc = sqlite3_wal_checkpoint_v2(conn.db(), nullptr, SQLITE_CHECKPOINT_PASSIVE,
+                                           frames, copied);
+  if (rc != SQLITE_OK || *frames < 0) return false;
+  checkpoints_.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 // ---- transactions ---------------------------------------------------------------------------
@@ -607,6 +660,8 @@ MetaStats SqliteEngine::Stats() const {
   s.fsyncs = fsyncs_.load(std::memory_order_relaxed);
   s.reads_on_writer = reads_on_writer_.load(std::memory_order_relaxed);
   s.checkpoints = checkpoints_.load(std::memory_order_relaxed);
+  s.wal_restarts = wal_restarts_.load(std::memory_order_relaxed);
+  s.wal_frames = static_cast<uint64_t>(wal_frames_.load(std::memory_order_relaxed));
   return s;
 }
 
