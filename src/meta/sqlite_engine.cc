@@ -53,9 +53,9 @@ void Backoff(int attempt) {
 // Restarting the WAL. SQLite writes the WAL from its start again only when a write transaction
 // begins with every frame already copied into the database. A checkpoint that runs beside a
 // steady stream of commits never sees that: by the time it has copied and fsynced what it saw,
-// the writer has appended more, so the WAL grows for as long as the stream lasts (1 GiB after
-// 60000 metadata operations on a mount, every frame an append that ext4 allocates and zeroes,
-// and each page read searching a wal-index that grows with it). So once the WAL holds
+// the writer has appended more, so the WAL grows for as long as the stream lasts (every frame
+// an append that ext4 allocates and zeroes, each page read searching a wal-index that grows
+// with it, and all of it copied back at close; docs/fs.md has the 1.4 GB a mount reached). So once the WAL holds
 // kRestartFrames, a pass that copied everything it saw copies the few frames committed since
 // then under writer_mu_, with no batch open: the next write transaction finds nothing left to
 // copy and restarts the WAL (unless a reader still reads the old frames at that instant; the
