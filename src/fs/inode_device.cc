@@ -393,7 +393,16 @@ uint64_t InodeDevice::AppendLocked(uint64_t pos, const char* src, uint64_t len,
       r.slice.kind = meta::SliceKind::kBlocks;
       r.obj = current_;
       pending_.push_back(std::move(r));
-      known_.insert(chunk);
+      // A chunk the device did not know of has no committed data (EnsureLoaded's rule): its
+      // committed list is loaded, empty, now, or the flush that packs or commits this record
+      // would read it from the engine just because the write made the chunk known.
+      if (known_.insert(chunk).second) {
+        ChunkCache& c = chunks_[chunk];
+        if (!c.loaded) {
+          c.loaded = true;
+          c.load_ns = MonotonicNowNs();
+        }
+      }
     }
     pos += take;
     src += take;
