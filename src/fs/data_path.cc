@@ -183,8 +183,16 @@ bool DataPath::MarkSustainedIfOpen(InodeId ino) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = files_.find(Raw(ino));
   if (it == files_.end() || it->second->opens == 0) return false;
-  it->second->sustained = true;
+  it->second->sustain_marks++;
   return true;
+}
+
+void DataPath::UndoSustainMarks(const std::vector<InodeId>& inos) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (InodeId ino : inos) {
+    auto it = files_.find(Raw(ino));
+    if (it != files_.end() && it->second->sustain_marks > 0) it->second->sustain_marks--;
+  }
 }
 
 void DataPath::Overlay(meta::Inode* inode) const {
@@ -233,7 +241,7 @@ Status DataPath::Close(const std::shared_ptr<FileData>& data) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (--data->opens > 0) return Status::OK();
-    sustained = data->sustained;
+    sustained = data->sustain_marks > 0;
     if (!sustained) {
       closing_.push_back(data);
       cv_.notify_all();

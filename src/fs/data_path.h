@@ -102,6 +102,8 @@ class DataPath {
   // open count change under one lock, so a close racing the unlink either sees the mark or
   // made the unlink see no handle.
   bool MarkSustainedIfOpen(InodeId ino);
+  // Takes back one mark of each inode (SustainMarks::Settle).
+  void UndoSustainMarks(const std::vector<InodeId>& inos);
   // Applies this mount's uncommitted size / times / mode of ino to *inode (no-op if none).
   void Overlay(meta::Inode* inode) const;
   // Overlay of every regular file of `inodes`, with one look at the open files (readdirplus).
@@ -209,6 +211,29 @@ class DataPath {
   std::mutex ids_mu_;
   uint64_t next_slice_ = 0;   // GUARDED_BY(ids_mu_)
   uint64_t slice_limit_ = 0;  // GUARDED_BY(ids_mu_)
+};
+
+// The marks DataPath::MarkSustainedIfOpen made inside one Transact call's fn
+// (FileSystem::DropLink): those of attempts that did not commit (fn ran again, or the call
+// failed) are undone by Settle, so a failed unlink of an open file leaves a file whose last
+// close commits its data, not one whose last close discards it and frees a linked inode.
+class SustainMarks {
+ public:
+  void NewAttempt() {  // at the start of every run of fn
+    undo_.insert(undo_.end(), current_.begin(), current_.end());
+    current_.clear();
+  }
+  void Add(InodeId ino) { current_.push_back(ino); }
+  // After Transact returned; committed: it returned OK (fn's last run is what committed).
+  void Settle(DataPath* data, bool committed) {
+    if (!committed) NewAttempt();
+    if (!undo_.empty()) data->UndoSustainMarks(undo_);
+    undo_.clear();
+  }
+
+ private:
+  std::vector<InodeId> undo_;
+  std::vector<InodeId> current_;
 };
 
 }  // namespace folio::fs

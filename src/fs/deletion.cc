@@ -72,7 +72,7 @@ Status DataPath::ReleaseSustained(const std::shared_ptr<FileData>& data) {
   rec.unlock();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    data->sustained = false;
+    data->sustain_marks = 0;
     auto it = files_.find(Raw(ino));
     if (it != files_.end() && it->second == data && data->opens == 0) files_.erase(it);
   }

@@ -123,7 +123,10 @@ class FileData final : public InodeDevice::Owner,
 
   // ---- DataPath bookkeeping (GUARDED_BY DataPath::mu_) ------------------------------------
   int opens = 0;
-  bool sustained = false;  // unlinked while open: free at the last close
+  // Unlinked while open: free at the last close. A count of DataPath::MarkSustainedIfOpen's
+  // marks, so undoing the mark of a transaction that did not commit (SustainMarks) never
+  // removes one that did.
+  int sustain_marks = 0;
   // Shared mounts: whether the sustained table holds (this session, this inode) for this
   // mount's handles (DataPath::RecordOpen, ReleaseOpenRecord). GUARDED_BY(record_mu); taken
   // before any transaction and before DataPath::mu_.

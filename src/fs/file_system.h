@@ -55,6 +55,7 @@ class BlockStore;
 namespace folio::fs {
 
 class DataPath;
+class SustainMarks;
 class SessionKeeper;
 struct FsCounters;
 struct OpenFile;
@@ -323,9 +324,11 @@ class FileSystem {
                           meta::Inode proto, std::string_view symlink_target, bool exclusive,
                           bool* existed, std::optional<std::string>* policy = nullptr);
   // Drops one link of `victim` (unlink, rmdir, rename over it) inside txn. *freed_file (may
-  // be null) is set when a regular file without data was freed in txn itself.
+  // be null) is set when a regular file without data was freed in txn itself. A last link of
+  // a file open here marks it sustained; `marks` (null only for directories) records that so
+  // the caller can undo it when the transaction does not commit (SustainMarks).
   Status DropLink(meta::Txn& txn, meta::Inode* victim, int64_t now_ns,
-                  bool* freed_file = nullptr);
+                  bool* freed_file = nullptr, SustainMarks* marks = nullptr);
   // The inode's attributes with this mount's uncommitted changes (size, times) applied
   // (overlay = false: the caller applied them, DataPath::OverlayAll).
   Attr AttrOf(const meta::Inode& inode, bool overlay = true) const;

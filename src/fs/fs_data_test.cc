@@ -652,6 +652,52 @@ TEST_F(DataTest, PackingANewFileReadsNoChunkList) {
   EXPECT_EQ(*ReadFile(fs(), a->ino()), want);
 }
 
+// An unlink (or a rename over the file) of an open file that fails after it saw the handle
+// must leave the file as it was: linked, and its data written through the handle committed at
+// the last close. The mark that makes the last close free the file was set inside the failed
+// transaction and stayed, so the close discarded the data and queued a linked inode for
+// deletion (found by the FS model test, FOLIO_SEED=485706465048198467: a file read back as
+// zeros after a clean remount).
+TEST_F(DataTest, AFailedUnlinkOrRenameOverAnOpenFileKeepsItsData) {
+  int fired = 0;
+  for (const char* op : {"unlink", "rename"}) {
+    for (int fail_at = 0; fail_at < 10; ++fail_at) {
+      SCOPED_TRACE(std::string(op) + " failing at call " + std::to_string(fail_at));
+      const std::string name = std::string(op) + std::to_string(fail_at);
+      const std::string content = Pattern(300000 + fail_at, 40 + fail_at);
+      Result<InodeId> ino = WriteFile(fs(), kRootInode, name, "");
+      ASSERT_TRUE(ino.ok());
+      ASSERT_TRUE(WriteFile(fs(), kRootInode, name + "-other", "x").ok());
+      FileSystem::Opened o = OpenRw(*ino);
+      ASSERT_TRUE(fs()->Write(o.fh, 0, {content.data(), content.size()}).ok());
+      vol_.fault()->Arm({op}, fail_at);
+      Status s = std::string(op) == "unlink"
+                     ? fs()->Unlink(Cred::Root(), kRootInode, name)
+                     : fs()->Rename(Cred::Root(), kRootInode, name + "-other", kRootInode, name, 0);
+      const bool failed = vol_.fault()->fired();
+      vol_.fault()->Disarm();
+      ASSERT_TRUE(fs()->Flush(o.fh, 1).ok());
+      ASSERT_TRUE(fs()->Release(o.fh).ok());
+      if (!failed) {
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        continue;  // fail_at is past the transaction's calls
+      }
+      ++fired;
+      EXPECT_FALSE(s.ok());
+      Result<Attr> a = fs()->Lookup(Cred::Root(), kRootInode, name);
+      ASSERT_TRUE(a.ok()) << a.status().ToString();
+      EXPECT_EQ(a->ino(), *ino);
+      ASSERT_TRUE(fs()->RunMaintenance().ok());
+      EXPECT_TRUE(*ReadFile(fs(), *ino) == content);
+      ASSERT_TRUE(vol_.Remount().ok());
+      Result<std::string> got = ReadFile(fs(), *ino);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_TRUE(*got == content) << "after a remount";
+    }
+  }
+  EXPECT_GE(fired, 10);  // every call of both transactions up to the mark and past it
+}
+
 // The last close of a file unlinked while open frees it in a transaction of its own; when that
 // one fails (a crash between the two), the inode must still be queued for deletion, not left
 // with no link and nothing holding it (fsck: "no link and no holder"; found by the mount model

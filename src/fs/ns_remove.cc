@@ -8,6 +8,7 @@
 // Other node types are freed in the same transaction (they have no data).
 #include <string>
 
+#include "base/check.h"
 #include "fs/data_path.h"
 #include "fs/stats_counters.h"
 #include "fs/file_system.h"
@@ -18,7 +19,7 @@
 namespace folio::fs {
 
 Status FileSystem::DropLink(meta::Txn& t, meta::Inode* victim, int64_t now_ns,
-                            bool* freed_file) {
+                            bool* freed_file, SustainMarks* marks) {
   if (freed_file != nullptr) *freed_file = false;
   victim->ctime_ns = now_ns;
   if (victim->type == FileType::kDirectory) {
@@ -30,6 +31,8 @@ Status FileSystem::DropLink(meta::Txn& t, meta::Inode* victim, int64_t now_ns,
   if (victim->type == FileType::kRegular) {
     // The inode (nlink 0) is written only where it stays: a file freed here is deleted.
     if (data_->MarkSustainedIfOpen(victim->ino)) {
+      FOLIO_CHECK_MSG(marks != nullptr, "DropLink of a regular file without SustainMarks");
+      marks->Add(victim->ino);
       FOLIO_RETURN_IF_ERROR(t.PutInode(*victim));
       return t.AddSustained(session_->id(), victim->ino);
     }
@@ -69,7 +72,9 @@ Status FileSystem::Unlink(const Cred& cred, InodeId parent, std::string_view nam
   const int64_t now = WallNs();
   InodeId gone{0};
   bool freed = false;
+  SustainMarks marks;
   Status s = meta_->Transact("unlink", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+    marks.NewAttempt();
     gone = InodeId{0};
     FOLIO_ASSIGN_OR_RETURN(meta::Inode dir, GetLiveDir(t, parent));
     FOLIO_RETURN_IF_ERROR(CheckAccess(dir, cred, kMayExec));
@@ -82,10 +87,11 @@ Status FileSystem::Unlink(const Cred& cred, InodeId parent, std::string_view nam
     dir.mtime_ns = dir.ctime_ns = now;
     if (dir.size_bytes > 0) dir.size_bytes -= 1;
     FOLIO_RETURN_IF_ERROR(t.PutInode(dir));
-    FOLIO_RETURN_IF_ERROR(DropLink(t, &victim, now, &freed));
+    FOLIO_RETURN_IF_ERROR(DropLink(t, &victim, now, &freed, &marks));
     if (victim.nlink == 0) gone = victim.ino;
     return Status::OK();
   });
+  marks.Settle(data_.get(), s.ok());
   if (s.ok() && gone != InodeId{0}) data_->ForgetIfClosed(gone);
   if (s.ok() && freed) FsCounters::Add(counters_->inodes_freed);
   return s;

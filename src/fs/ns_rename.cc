@@ -55,7 +55,9 @@ Status FileSystem::Rename(const Cred& cred, InodeId parent, std::string_view nam
   const int64_t now = WallNs();
   InodeId replaced{0};
   bool freed = false;
+  SustainMarks marks;
   Status s = meta_->Transact("rename", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+    marks.NewAttempt();
     replaced = InodeId{0};
     freed = false;
     FOLIO_ASSIGN_OR_RETURN(meta::Inode d1, GetLiveDir(t, parent));
@@ -133,7 +135,7 @@ Status FileSystem::Rename(const Cred& cred, InodeId parent, std::string_view nam
       if (e2) {
         if (d2.size_bytes > 0) d2.size_bytes -= 1;
         if (dst_dir && d2.nlink > 2) d2.nlink -= 1;
-        FOLIO_RETURN_IF_ERROR(DropLink(t, &dst, now, &freed));
+        FOLIO_RETURN_IF_ERROR(DropLink(t, &dst, now, &freed, &marks));
         if (dst.nlink == 0) replaced = dst.ino;
       }
       if (src_dir && !same_dir) {
@@ -150,6 +152,7 @@ Status FileSystem::Rename(const Cred& cred, InodeId parent, std::string_view nam
     if (!same_dir) FOLIO_RETURN_IF_ERROR(t.PutInode(d2));
     return Status::OK();
   });
+  marks.Settle(data_.get(), s.ok());
   if (s.ok() && replaced != InodeId{0}) data_->ForgetIfClosed(replaced);
   if (s.ok() && freed) FsCounters::Add(counters_->inodes_freed);
   return s;
