@@ -617,12 +617,7 @@ TEST_F(DataTest, FsyncOfASmallFileIsDurableInAPack) {
 // after the last close otherwise) reads its chunk's committed list, which is known to be empty,
 // without a transaction. Each small file cost one "read_chunk" read transaction before.
 TEST_F(DataTest, PackingANewFileReadsNoChunkList) {
-  auto read_chunks = [&] {
-    for (const meta::MetaOpStats& o : vol_.meta()->Stats().ops) {
-      if (o.op == "read_chunk") return o.count;
-    }
-    return uint64_t{0};
-  };
+  auto read_chunks = [&] { return vol_.meta()->Stats().Count("read_chunk"); };
   const uint64_t before = read_chunks();
   for (int i = 0; i < 5; ++i) {
     Result<InodeId> ino = WriteFile(fs(), kRootInode, "s" + std::to_string(i), Pattern(3000 + i, 5),
@@ -808,12 +803,7 @@ TEST_F(DataTest, AColdReadOfASmallFileIsOneStoreGet) {
 TEST_F(DataTest, UnlinkOfAFileWithoutDataFreesItInItsOwnTransaction) {
   ASSERT_TRUE(WriteFile(fs(), kRootInode, "empty", "").ok());
   ASSERT_TRUE(WriteFile(fs(), kRootInode, "full", Pattern(300000, 3)).ok());
-  auto ops = [&](std::string_view op) {
-    for (const meta::MetaOpStats& o : vol_.meta()->Stats().ops) {
-      if (o.op == op) return o.count;
-    }
-    return uint64_t{0};
-  };
+  auto ops = [&](std::string_view op) { return vol_.meta()->Stats().Count(op); };
   auto queued_inodes = [&] {
     size_t n = 0;
     EXPECT_TRUE(vol_.meta()->Transact("test", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {

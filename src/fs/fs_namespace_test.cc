@@ -338,12 +338,7 @@ TEST_F(NamespaceTest, PolicyIsInheritedBelowADirectory) {
 // A file's folio policy costs no transaction of its own: a create takes the one its new inode
 // inherited inside the create's transaction, an open reads it with the inode.
 TEST_F(NamespaceTest, CreateAndOpenReadThePolicyInTheirOwnTransaction) {
-  auto getxattrs = [&] {
-    for (const meta::MetaOpStats& o : vol_.meta()->Stats().ops) {
-      if (o.op == "getxattr") return o.count;
-    }
-    return uint64_t{0};
-  };
+  auto getxattrs = [&] { return vol_.meta()->Stats().Count("getxattr"); };
   Attr d = MustMkdir(kRootInode, "d");
   ASSERT_TRUE(fs()->SetXattr(Cred::Root(), d.ino(), kPolicyXattr, "4k", 0).ok());
   const uint64_t before = getxattrs();
@@ -413,12 +408,7 @@ TEST_F(NamespaceTest, ReadDirPastTheEndAsksNothingAndARewindListsEverything) {
     ASSERT_TRUE(fs()->Mknod(Cred::Root(), d.ino(), "a" + std::to_string(i), FileType::kRegular,
                             0644, 0).ok());
   }
-  auto readdirs = [&] {
-    for (const meta::MetaOpStats& s : vol_.meta()->Stats().ops) {
-      if (s.op == "readdir") return s.count;
-    }
-    return uint64_t{0};
-  };
+  auto readdirs = [&] { return vol_.meta()->Stats().Count("readdir"); };
   Result<uint64_t> dh = fs()->OpenDir(Cred::Root(), d.ino());
   ASSERT_TRUE(dh.ok());
   Result<std::vector<DirEntryOut>> all = fs()->ReadDir(*dh, 0, 64, /*plus=*/true);

@@ -185,6 +185,14 @@ struct MetaStats {
   // SQLite: times the WAL was written from its start again; its frames at the last commit.
   uint64_t wal_restarts = 0;
   uint64_t wal_frames = 0;
+
+  // Transactions of `op` so far (0 when it never ran).
+  uint64_t Count(std::string_view op) const {
+    for (const MetaOpStats& o : ops) {
+      if (o.op == op) return o.count;
+    }
+    return 0;
+  }
 };
 
 struct MetaOpenOptions {

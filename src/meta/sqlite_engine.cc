@@ -284,16 +284,21 @@ void SqliteEngine::CheckpointPass(SqliteConn& conn) {
   if (frames < kRestartFrames || copied < frames) return;
   // Copied everything it saw: copy what was committed since, with no writer running, so the
   // next write transaction restarts the WAL (see kRestartFrames). A batch open on the writer
-  // holds frames of its own; wait for its commit.
-  for (int attempt = 0; attempt < 200; ++attempt) {
+  // holds frames of its own; wait for it to finish and try again before the next one opens.
+  // Every batch is finished by the writer that decides it (WriteAttempt), so the wait ends;
+  // the timeout only bounds a pass, and the next pass tries again.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::shared_ptr<Batch> open;
     {
       std::lock_guard wlock(writer_mu_);
       if (batch_ == nullptr) {
         (void)Checkpoint(conn, &frames, &copied);
         return;
       }
+      open = batch_;
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(500));
+    std::unique_lock dlock(done_mu_);
+    if (!done_cv_.wait_for(dlock, std::chrono::seconds(1), [&] { return open->done; })) return;
   }
 }
 

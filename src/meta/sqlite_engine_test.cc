@@ -226,7 +226,15 @@ TEST_F(SqliteEngineTest, TheWalStartsOverUnderASteadyStreamOfCommits) {
   const MetaStats st = engine->Stats();
   EXPECT_GE(st.wal_restarts, 2u) << st.checkpoints << " checkpoints, WAL at " << st.wal_frames
                                  << " frames";
-  const uint64_t frame_bytes = 4096 + 24;
+  // A WAL frame is a database page after a 24-byte header; the page size is in the WAL's own
+  // 32-byte header, big-endian at offset 8.
+  std::ifstream wal(path_ + "-wal", std::ios::binary);
+  unsigned char header[32] = {};
+  ASSERT_TRUE(wal.read(reinterpret_cast<char*>(header), sizeof(header)));
+  const uint64_t page_bytes = (uint64_t{header[8]} << 24) | (uint64_t{header[9]} << 16) |
+                              (uint64_t{header[10]} << 8) | header[11];
+  ASSERT_GE(page_bytes, 512u);
+  const uint64_t frame_bytes = page_bytes + 24;
   EXPECT_LT(std::filesystem::file_size(path_ + "-wal"), 12000 * frame_bytes)
       << "the WAL grew with the commits";
   EXPECT_LT(st.wal_frames, 12000u);
