@@ -179,11 +179,12 @@ bool DataPath::IdleOrAbsent(InodeId ino) const {
   return it == files_.end() || (it->second->opens == 0 && !it->second->Dirty());
 }
 
-bool DataPath::MarkSustainedIfOpen(InodeId ino) {
+bool DataPath::MarkSustainedIfOpen(InodeId ino, SustainMarks& marks) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = files_.find(Raw(ino));
   if (it == files_.end() || it->second->opens == 0) return false;
   it->second->sustain_marks++;
+  marks.Add(ino);
   return true;
 }
 
@@ -193,6 +194,19 @@ void DataPath::UndoSustainMarks(const std::vector<InodeId>& inos) {
     auto it = files_.find(Raw(ino));
     if (it != files_.end() && it->second->sustain_marks > 0) it->second->sustain_marks--;
   }
+}
+
+Status SustainMarks::Transact(meta::MetaEngine* meta, DataPath* data, std::string_view op,
+                              const std::function<Status(meta::Txn&, SustainMarks&)>& fn) {
+  SustainMarks marks;
+  Status s = meta->Transact(op, meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+    marks.NewAttempt();
+    return fn(t, marks);
+  });
+  // OK: fn's last run is what committed; its marks stay.
+  if (!s.ok()) marks.NewAttempt();
+  if (!marks.undo_.empty()) data->UndoSustainMarks(marks.undo_);
+  return s;
 }
 
 void DataPath::Overlay(meta::Inode* inode) const {

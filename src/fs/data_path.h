@@ -31,12 +31,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
 #include <span>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -49,8 +51,32 @@
 
 namespace folio::fs {
 
+class DataPath;
 class FileData;
 class PackCommitter;
+
+// The marks DataPath::MarkSustainedIfOpen makes inside one write transaction (unlink, rename
+// over a file, FreeInode): those of runs of fn that did not commit (fn ran again, or the call
+// failed) are taken back, so a failed unlink of an open file leaves a file whose last close
+// commits its data, not one whose last close discards it and frees a linked inode. Counted
+// per mark, so a failed unlink never takes back a mark another, committed one made.
+class SustainMarks {
+ public:
+  // Runs fn as one kWrite transaction of `meta`, each run with the marks it may add.
+  static Status Transact(meta::MetaEngine* meta, DataPath* data, std::string_view op,
+                         const std::function<Status(meta::Txn&, SustainMarks&)>& fn);
+
+  void Add(InodeId ino) { current_.push_back(ino); }
+
+ private:
+  void NewAttempt() {  // at the start of every run of fn
+    undo_.insert(undo_.end(), current_.begin(), current_.end());
+    current_.clear();
+  }
+
+  std::vector<InodeId> undo_;
+  std::vector<InodeId> current_;
+};
 struct FsCounters;
 
 // What the data path needs of the mount.
@@ -98,11 +124,12 @@ class DataPath {
   bool HasHandles(const FileData& data) const;
 
   // Whether a handle of ino is open on this mount; if so, marks its FileData sustained so its
-  // last close frees the inode. Unlink calls this inside its transaction: the mark and the
-  // open count change under one lock, so a close racing the unlink either sees the mark or
-  // made the unlink see no handle.
-  bool MarkSustainedIfOpen(InodeId ino);
-  // Takes back one mark of each inode (SustainMarks::Settle).
+  // last close frees the inode, and records the mark in `marks` (taken back if the transaction
+  // does not commit). Unlink calls this inside its transaction: the mark and the open count
+  // change under one lock, so a close racing the unlink either sees the mark or made the
+  // unlink see no handle.
+  bool MarkSustainedIfOpen(InodeId ino, SustainMarks& marks);
+  // Takes back one mark of each inode (SustainMarks::Transact).
   void UndoSustainMarks(const std::vector<InodeId>& inos);
   // Applies this mount's uncommitted size / times / mode of ino to *inode (no-op if none).
   void Overlay(meta::Inode* inode) const;
@@ -213,27 +240,5 @@ class DataPath {
   uint64_t slice_limit_ = 0;  // GUARDED_BY(ids_mu_)
 };
 
-// The marks DataPath::MarkSustainedIfOpen made inside one Transact call's fn
-// (FileSystem::DropLink): those of attempts that did not commit (fn ran again, or the call
-// failed) are undone by Settle, so a failed unlink of an open file leaves a file whose last
-// close commits its data, not one whose last close discards it and frees a linked inode.
-class SustainMarks {
- public:
-  void NewAttempt() {  // at the start of every run of fn
-    undo_.insert(undo_.end(), current_.begin(), current_.end());
-    current_.clear();
-  }
-  void Add(InodeId ino) { current_.push_back(ino); }
-  // After Transact returned; committed: it returned OK (fn's last run is what committed).
-  void Settle(DataPath* data, bool committed) {
-    if (!committed) NewAttempt();
-    if (!undo_.empty()) data->UndoSustainMarks(undo_);
-    undo_.clear();
-  }
-
- private:
-  std::vector<InodeId> undo_;
-  std::vector<InodeId> current_;
-};
 
 }  // namespace folio::fs

@@ -26,12 +26,13 @@ Status DataPath::FreeInode(InodeId ino, uint64_t key) {
   const int64_t now = WallNs();
   const int64_t delete_after = now + ctx_.format.deletion_grace_ms * 1000000;
   bool freed = false;
-  Status s = ctx_.meta->Transact("free_inode", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+  Status s = SustainMarks::Transact(ctx_.meta, this, "free_inode",
+                                    [&](meta::Txn& t, SustainMarks& marks) -> Status {
     freed = false;
     if (key != 0) FOLIO_RETURN_IF_ERROR(t.RemoveDeletion(key));
     FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Inode> inode, t.GetInode(ino));
     if (!inode || inode->nlink > 0) return Status::OK();
-    if (MarkSustainedIfOpen(ino)) return t.AddSustained(ctx_.session, ino);
+    if (MarkSustainedIfOpen(ino, marks)) return t.AddSustained(ctx_.session, ino);
     FOLIO_ASSIGN_OR_RETURN(bool held, t.IsSustained(ino));
     if (held) return Status::OK();
     FOLIO_ASSIGN_OR_RETURN(std::vector<uint32_t> chunks, t.ListChunks(ino));

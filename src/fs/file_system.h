@@ -326,7 +326,7 @@ class FileSystem {
   // Drops one link of `victim` (unlink, rmdir, rename over it) inside txn. *freed_file (may
   // be null) is set when a regular file without data was freed in txn itself. A last link of
   // a file open here marks it sustained; `marks` (null only for directories) records that so
-  // the caller can undo it when the transaction does not commit (SustainMarks).
+  // SustainMarks::Transact takes it back when the transaction does not commit.
   Status DropLink(meta::Txn& txn, meta::Inode* victim, int64_t now_ns,
                   bool* freed_file = nullptr, SustainMarks* marks = nullptr);
   // The inode's attributes with this mount's uncommitted changes (size, times) applied

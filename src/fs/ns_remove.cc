@@ -30,9 +30,8 @@ Status FileSystem::DropLink(meta::Txn& t, meta::Inode* victim, int64_t now_ns,
   if (victim->nlink > 0) return t.PutInode(*victim);
   if (victim->type == FileType::kRegular) {
     // The inode (nlink 0) is written only where it stays: a file freed here is deleted.
-    if (data_->MarkSustainedIfOpen(victim->ino)) {
-      FOLIO_CHECK_MSG(marks != nullptr, "DropLink of a regular file without SustainMarks");
-      marks->Add(victim->ino);
+    FOLIO_CHECK_MSG(marks != nullptr, "DropLink of a regular file without SustainMarks");
+    if (data_->MarkSustainedIfOpen(victim->ino, *marks)) {
       FOLIO_RETURN_IF_ERROR(t.PutInode(*victim));
       return t.AddSustained(session_->id(), victim->ino);
     }
@@ -72,9 +71,8 @@ Status FileSystem::Unlink(const Cred& cred, InodeId parent, std::string_view nam
   const int64_t now = WallNs();
   InodeId gone{0};
   bool freed = false;
-  SustainMarks marks;
-  Status s = meta_->Transact("unlink", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
-    marks.NewAttempt();
+  Status s = SustainMarks::Transact(meta_, data_.get(), "unlink",
+                                    [&](meta::Txn& t, SustainMarks& marks) -> Status {
     gone = InodeId{0};
     FOLIO_ASSIGN_OR_RETURN(meta::Inode dir, GetLiveDir(t, parent));
     FOLIO_RETURN_IF_ERROR(CheckAccess(dir, cred, kMayExec));
@@ -91,7 +89,6 @@ Status FileSystem::Unlink(const Cred& cred, InodeId parent, std::string_view nam
     if (victim.nlink == 0) gone = victim.ino;
     return Status::OK();
   });
-  marks.Settle(data_.get(), s.ok());
   if (s.ok() && gone != InodeId{0}) data_->ForgetIfClosed(gone);
   if (s.ok() && freed) FsCounters::Add(counters_->inodes_freed);
   return s;

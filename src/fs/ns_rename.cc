@@ -55,9 +55,8 @@ Status FileSystem::Rename(const Cred& cred, InodeId parent, std::string_view nam
   const int64_t now = WallNs();
   InodeId replaced{0};
   bool freed = false;
-  SustainMarks marks;
-  Status s = meta_->Transact("rename", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
-    marks.NewAttempt();
+  Status s = SustainMarks::Transact(meta_, data_.get(), "rename",
+                                    [&](meta::Txn& t, SustainMarks& marks) -> Status {
     replaced = InodeId{0};
     freed = false;
     FOLIO_ASSIGN_OR_RETURN(meta::Inode d1, GetLiveDir(t, parent));
@@ -152,7 +151,6 @@ Status FileSystem::Rename(const Cred& cred, InodeId parent, std::string_view nam
     if (!same_dir) FOLIO_RETURN_IF_ERROR(t.PutInode(d2));
     return Status::OK();
   });
-  marks.Settle(data_.get(), s.ok());
   if (s.ok() && replaced != InodeId{0}) data_->ForgetIfClosed(replaced);
   if (s.ok() && freed) FsCounters::Add(counters_->inodes_freed);
   return s;
