@@ -183,17 +183,22 @@ bool DataPath::MarkSustainedIfOpen(InodeId ino, SustainMarks& marks) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = files_.find(Raw(ino));
   if (it == files_.end() || it->second->opens == 0) return false;
-  it->second->sustain_marks++;
-  marks.Add(ino);
+  it->second->pending_marks++;
+  marks.Add(it->second);
   return true;
 }
 
-void DataPath::UndoSustainMarks(const std::vector<InodeId>& inos) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (InodeId ino : inos) {
-    auto it = files_.find(Raw(ino));
-    if (it != files_.end() && it->second->sustain_marks > 0) it->second->sustain_marks--;
+void DataPath::SettleSustainMarks(const std::vector<std::shared_ptr<FileData>>& kept,
+                                  const std::vector<std::shared_ptr<FileData>>& undone) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::shared_ptr<FileData>& f : kept) {
+      f->pending_marks--;
+      f->sustain_marks++;
+    }
+    for (const std::shared_ptr<FileData>& f : undone) f->pending_marks--;
   }
+  marks_cv_.notify_all();
 }
 
 Status SustainMarks::Transact(meta::MetaEngine* meta, DataPath* data, std::string_view op,
@@ -205,7 +210,9 @@ Status SustainMarks::Transact(meta::MetaEngine* meta, DataPath* data, std::strin
   });
   // OK: fn's last run is what committed; its marks stay.
   if (!s.ok()) marks.NewAttempt();
-  if (!marks.undo_.empty()) data->UndoSustainMarks(marks.undo_);
+  if (!marks.current_.empty() || !marks.undo_.empty()) {
+    data->SettleSustainMarks(marks.current_, marks.undo_);
+  }
   return s;
 }
 
@@ -253,8 +260,12 @@ void DataPath::ForgetIfClosed(InodeId ino) {
 Status DataPath::Close(const std::shared_ptr<FileData>& data) {
   bool sustained;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     if (--data->opens > 0) return Status::OK();
+    // An unlink or rename that marked the file has not returned: whether the file is still
+    // linked is known when it does (never called from inside such a transaction).
+    marks_cv_.wait(lock, [&] { return data->pending_marks == 0; });
+    if (data->opens > 0) return Status::OK();  // opened again meanwhile: its close decides
     sustained = data->sustain_marks > 0;
     if (!sustained) {
       closing_.push_back(data);

@@ -66,7 +66,7 @@ class SustainMarks {
   static Status Transact(meta::MetaEngine* meta, DataPath* data, std::string_view op,
                          const std::function<Status(meta::Txn&, SustainMarks&)>& fn);
 
-  void Add(InodeId ino) { current_.push_back(ino); }
+  void Add(std::shared_ptr<FileData> data) { current_.push_back(std::move(data)); }
 
  private:
   void NewAttempt() {  // at the start of every run of fn
@@ -74,8 +74,8 @@ class SustainMarks {
     current_.clear();
   }
 
-  std::vector<InodeId> undo_;
-  std::vector<InodeId> current_;
+  std::vector<std::shared_ptr<FileData>> undo_;     // marks of runs that did not commit
+  std::vector<std::shared_ptr<FileData>> current_;  // marks of the latest run
 };
 struct FsCounters;
 
@@ -124,13 +124,16 @@ class DataPath {
   bool HasHandles(const FileData& data) const;
 
   // Whether a handle of ino is open on this mount; if so, marks its FileData sustained so its
-  // last close frees the inode, and records the mark in `marks` (taken back if the transaction
-  // does not commit). Unlink calls this inside its transaction: the mark and the open count
-  // change under one lock, so a close racing the unlink either sees the mark or made the
-  // unlink see no handle.
+  // last close frees the inode, and records the mark in `marks`. Unlink calls this inside its
+  // transaction: the mark and the open count change under one lock, so a close racing the
+  // unlink either sees the mark or made the unlink see no handle. The mark is pending until
+  // the transaction returns (SettleSustainMarks): a last close meanwhile waits for it, so it
+  // never frees a file whose unlink then failed.
   bool MarkSustainedIfOpen(InodeId ino, SustainMarks& marks);
-  // Takes back one mark of each inode (SustainMarks::Transact).
-  void UndoSustainMarks(const std::vector<InodeId>& inos);
+  // The end of a marking transaction: the marks in `kept` (the run that committed) hold, those
+  // in `undone` are taken back; a last close waiting for them goes on.
+  void SettleSustainMarks(const std::vector<std::shared_ptr<FileData>>& kept,
+                          const std::vector<std::shared_ptr<FileData>>& undone);
   // Applies this mount's uncommitted size / times / mode of ino to *inode (no-op if none).
   void Overlay(meta::Inode* inode) const;
   // Overlay of every regular file of `inodes`, with one look at the open files (readdirplus).
@@ -216,6 +219,7 @@ class DataPath {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  std::condition_variable marks_cv_;  // a FileData's pending_marks fell (SettleSustainMarks)
   std::unordered_map<uint64_t, std::shared_ptr<FileData>> files_;  // GUARDED_BY(mu_)
   std::list<uint64_t> lru_;         // GUARDED_BY(mu_): closed, clean files, oldest first
   // A read-write unshared mount until LoseSoleWriter: the volume's only writer.

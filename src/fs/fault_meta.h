@@ -21,7 +21,8 @@ namespace folio::fs::test {
 
 class FaultTxn final : public meta::Txn {
  public:
-  FaultTxn(meta::Txn& t, int fail_at) : t_(t), fail_at_(fail_at) {}
+  FaultTxn(meta::Txn& t, int fail_at, const std::function<void()>* at_failure = nullptr)
+      : t_(t), fail_at_(fail_at), at_failure_(at_failure) {}
   bool failed() const { return failed_; }
 
   using Inode = meta::Inode;
@@ -221,11 +222,13 @@ class FaultTxn final : public meta::Txn {
   Status Step(const char* what) {
     if (fail_at_ < 0 || calls_++ < fail_at_) return Status::OK();
     failed_ = true;
+    if (at_failure_ != nullptr && *at_failure_) (*at_failure_)();
     return Status::IOError(std::string("injected metadata failure at ") + what);
   }
 
   meta::Txn& t_;
   const int fail_at_;
+  const std::function<void()>* const at_failure_;
   int calls_ = 0;
   bool failed_ = false;
 };
@@ -236,9 +239,12 @@ class FaultMetaEngine final : public meta::MetaEngine {
 
   // The next write transaction whose op is in `ops` fails at its fail_at-th Txn call (the
   // transaction is retried by nobody: the operation gets the IOError).
-  void Arm(std::set<std::string> ops, int fail_at) {
+  // at_failure (optional) runs on the transaction's thread at the failing call, before the
+  // call returns its error: a test puts another event inside the transaction's window.
+  void Arm(std::set<std::string> ops, int fail_at, std::function<void()> at_failure = nullptr) {
     ops_ = std::move(ops);
     fail_at_ = fail_at;
+    at_failure_ = std::move(at_failure);
     armed_ = true;
     fired_ = false;
   }
@@ -283,7 +289,7 @@ class FaultMetaEngine final : public meta::MetaEngine {
     const int fail_at = fail_at_;
     bool failed = false;
     Status s = inner_->Transact(op, mode, [&](meta::Txn& t) -> Status {
-      FaultTxn ft(t, fail_at);
+      FaultTxn ft(t, fail_at, &at_failure_);
       Status r = fn(ft);
       failed = ft.failed();
       return r;
@@ -298,6 +304,7 @@ class FaultMetaEngine final : public meta::MetaEngine {
   std::function<void()> after_;
   std::set<std::string> ops_;
   int fail_at_ = 0;
+  std::function<void()> at_failure_;
   bool armed_ = false;
   bool fired_ = false;
 };

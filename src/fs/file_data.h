@@ -124,9 +124,10 @@ class FileData final : public InodeDevice::Owner,
   // ---- DataPath bookkeeping (GUARDED_BY DataPath::mu_) ------------------------------------
   int opens = 0;
   // Unlinked while open: free at the last close. A count of DataPath::MarkSustainedIfOpen's
-  // marks, so undoing the mark of a transaction that did not commit (SustainMarks) never
-  // removes one that did.
+  // marks whose transaction committed; pending_marks counts those whose transaction has not
+  // returned yet (a last close waits for them to become one or the other: SustainMarks).
   int sustain_marks = 0;
+  int pending_marks = 0;
   // Shared mounts: whether the sustained table holds (this session, this inode) for this
   // mount's handles (DataPath::RecordOpen, ReleaseOpenRecord). GUARDED_BY(record_mu); taken
   // before any transaction and before DataPath::mu_.

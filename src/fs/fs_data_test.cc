@@ -693,6 +693,58 @@ TEST_F(DataTest, AFailedUnlinkOrRenameOverAnOpenFileKeepsItsData) {
   EXPECT_GE(fired, 10);  // every call of both transactions up to the mark and past it
 }
 
+// The same failure with the file's last close racing it: the close runs while the transaction
+// has marked the file and not yet failed. A close that acted on that mark discarded the data
+// written through the handle and queued the still-linked inode for deletion; the close must
+// wait for the marking transaction to settle and then close the file as a linked one.
+TEST_F(DataTest, ALastCloseDuringAFailingUnlinkOrRenameKeepsTheData) {
+  int fired = 0;
+  for (const char* op : {"unlink", "rename"}) {
+    for (int fail_at = 0; fail_at < 10; ++fail_at) {
+      SCOPED_TRACE(std::string(op) + " failing at call " + std::to_string(fail_at));
+      const std::string name = std::string(op) + "-race" + std::to_string(fail_at);
+      const std::string content = Pattern(200000 + fail_at, 70 + fail_at);
+      Result<InodeId> ino = WriteFile(fs(), kRootInode, name, "");
+      ASSERT_TRUE(ino.ok());
+      ASSERT_TRUE(WriteFile(fs(), kRootInode, name + "-other", "x").ok());
+      FileSystem::Opened o = OpenRw(*ino);
+      ASSERT_TRUE(fs()->Write(o.fh, 0, {content.data(), content.size()}).ok());
+      std::thread closer;
+      vol_.fault()->Arm({op}, fail_at, [&] {
+        closer = std::thread([&] { (void)fs()->Release(o.fh); });
+        // Time for the close to act on a mark the transaction may have made; a close that
+        // waits for the transaction is still waiting when it fails.
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      });
+      Status s = std::string(op) == "unlink"
+                     ? fs()->Unlink(Cred::Root(), kRootInode, name)
+                     : fs()->Rename(Cred::Root(), kRootInode, name + "-other", kRootInode, name, 0);
+      const bool failed = vol_.fault()->fired();
+      vol_.fault()->Disarm();
+      if (closer.joinable()) closer.join();
+      if (!failed) {
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        ASSERT_TRUE(fs()->Release(o.fh).ok());
+        continue;  // fail_at is past the transaction's calls
+      }
+      ++fired;
+      EXPECT_FALSE(s.ok());
+      Result<Attr> a = fs()->Lookup(Cred::Root(), kRootInode, name);
+      ASSERT_TRUE(a.ok()) << a.status().ToString();
+      EXPECT_EQ(a->ino(), *ino);
+      ASSERT_TRUE(fs()->RunMaintenance().ok());
+      Result<std::string> now = ReadFile(fs(), *ino);
+      ASSERT_TRUE(now.ok()) << now.status().ToString();
+      EXPECT_TRUE(*now == content);
+      ASSERT_TRUE(vol_.Remount().ok());
+      Result<std::string> got = ReadFile(fs(), *ino);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_TRUE(*got == content) << "after a remount";
+    }
+  }
+  EXPECT_GE(fired, 10);
+}
+
 // The last close of a file unlinked while open frees it in a transaction of its own; when that
 // one fails (a crash between the two), the inode must still be queued for deletion, not left
 // with no link and nothing holding it (fsck: "no link and no holder"; found by the mount model
