@@ -77,6 +77,7 @@ class SustainMarks {
   std::vector<std::shared_ptr<FileData>> undo_;     // marks of runs that did not commit
   std::vector<std::shared_ptr<FileData>> current_;  // marks of the latest run
 };
+
 struct FsCounters;
 
 // What the data path needs of the mount.
@@ -243,6 +244,5 @@ class DataPath {
   uint64_t next_slice_ = 0;   // GUARDED_BY(ids_mu_)
   uint64_t slice_limit_ = 0;  // GUARDED_BY(ids_mu_)
 };
-
 
 }  // namespace folio::fs
