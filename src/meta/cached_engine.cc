@@ -70,6 +70,16 @@ class CachedEngine::CacheTxn final : public ForwardingTxn {
     }
     return Miss();
   }
+  Result<std::optional<std::string>> GetXattr(InodeId ino, std::string_view name) override {
+    const std::string key = EntryKey(ino, name);
+    std::lock_guard<std::mutex> lock(e_->mu_);
+    if (Usable()) {
+      auto it = e_->xattrs_.find(key);
+      if (it != e_->xattrs_.end()) return it->second;
+      if (e_->XattrFreeLocked(Raw(ino))) return std::optional<std::string>();
+    }
+    return Miss();
+  }
 
  protected:
   Txn& In() override {
@@ -131,6 +141,19 @@ class CachedEngine::FillTxn final : public ForwardingTxn {
     }
     return r;
   }
+  Result<std::optional<std::string>> GetXattr(InodeId ino, std::string_view name) override {
+    Result<std::optional<std::string>> r = in_->GetXattr(ino, name);
+    if (r.ok() && may_fill_) {
+      std::string key = EntryKey(ino, name);
+      std::lock_guard<std::mutex> lock(e_->mu_);
+      if (Fillable()) {
+        if (e_->xattrs_.size() >= e_->max_records_) e_->xattrs_.clear();
+        e_->xattrs_.insert_or_assign(std::move(key), *r);
+        e_->fills_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    return r;
+  }
 
  protected:
   Txn& In() override { return *in_; }
@@ -157,39 +180,52 @@ class CachedEngine::WriteTxn final : public ForwardingTxn {
   explicit WriteTxn(CachedEngine* e) : e_(e) {}
   void BeginAttempt(Txn* in) {
     in_ = in;
-    inodes_.clear();
-    entries_.clear();
+    w_.inodes.clear();
+    w_.entries.clear();
+    w_.xattrs.clear();
   }
   void Finish(bool committed) {
-    if (writer_.registered) {
-      e_->FinishWrite(writer_, committed, inodes_, entries_, touched_inodes_, touched_entries_);
-    }
+    if (writer_.registered) e_->FinishWrite(writer_, committed, w_);
   }
 
   Status PutInode(const Inode& inode) override {
     Touch(Raw(inode.ino));
     FOLIO_RETURN_IF_ERROR(in_->PutInode(inode));
-    inodes_.insert_or_assign(Raw(inode.ino), inode);
+    w_.inodes.insert_or_assign(Raw(inode.ino), inode);
     return Status::OK();
   }
   Status DeleteInode(InodeId ino) override {
     Touch(Raw(ino));
     FOLIO_RETURN_IF_ERROR(in_->DeleteInode(ino));
-    inodes_.insert_or_assign(Raw(ino), std::nullopt);
+    w_.inodes.insert_or_assign(Raw(ino), std::nullopt);
     return Status::OK();
   }
   Status PutEntry(const Entry& entry) override {
     std::string key = EntryKey(entry.parent, entry.name);
     Touch(key);
     FOLIO_RETURN_IF_ERROR(in_->PutEntry(entry));
-    entries_.insert_or_assign(std::move(key), entry);
+    w_.entries.insert_or_assign(std::move(key), entry);
     return Status::OK();
   }
   Status DeleteEntry(InodeId parent, std::string_view name) override {
     std::string key = EntryKey(parent, name);
     Touch(key);
     FOLIO_RETURN_IF_ERROR(in_->DeleteEntry(parent, name));
-    entries_.insert_or_assign(std::move(key), std::nullopt);
+    w_.entries.insert_or_assign(std::move(key), std::nullopt);
+    return Status::OK();
+  }
+  Status PutXattr(InodeId ino, std::string_view name, std::string_view value) override {
+    std::string key = EntryKey(ino, name);
+    TouchXattr(Raw(ino), key);
+    FOLIO_RETURN_IF_ERROR(in_->PutXattr(ino, name, value));
+    w_.xattrs.insert_or_assign(std::move(key), std::string(value));
+    return Status::OK();
+  }
+  Status DeleteXattr(InodeId ino, std::string_view name) override {
+    std::string key = EntryKey(ino, name);
+    TouchXattr(Raw(ino), key);
+    FOLIO_RETURN_IF_ERROR(in_->DeleteXattr(ino, name));
+    w_.xattrs.insert_or_assign(std::move(key), std::nullopt);
     return Status::OK();
   }
 
@@ -201,20 +237,25 @@ class CachedEngine::WriteTxn final : public ForwardingTxn {
   // of it), and remembers the record whatever this attempt's fate.
   void Touch(uint64_t ino) {
     if (!writer_.registered) e_->Register(&writer_);
-    touched_inodes_.insert(ino);
+    w_.touched_inodes.insert(ino);
   }
   void Touch(const std::string& key) {
     if (!writer_.registered) e_->Register(&writer_);
-    touched_entries_.insert(key);
+    w_.touched_entries.insert(key);
+  }
+  void TouchXattr(uint64_t ino, const std::string& key) {
+    if (!writer_.registered) e_->Register(&writer_);
+    {
+      std::lock_guard<std::mutex> lock(e_->mu_);
+      e_->NoteXattrWriteLocked(ino);
+    }
+    w_.touched_xattrs.insert(key);
   }
 
   CachedEngine* const e_;
   Txn* in_ = nullptr;
   Writer writer_;
-  std::unordered_map<uint64_t, std::optional<Inode>> inodes_;
-  std::unordered_map<std::string, std::optional<Entry>> entries_;
-  std::unordered_set<uint64_t> touched_inodes_;
-  std::unordered_set<std::string> touched_entries_;
+  Written w_;
 };
 
 CachedEngine::CachedEngine(MetaEngine* inner, size_t max_records)
@@ -252,22 +293,59 @@ void SettleRecords(const std::unordered_set<Key>& touched,
 
 }  // namespace
 
-void CachedEngine::FinishWrite(const Writer& w, bool committed,
-                               const std::unordered_map<uint64_t, std::optional<Inode>>& inodes,
-                               const std::unordered_map<std::string, std::optional<Entry>>& entries,
-                               const std::unordered_set<uint64_t>& touched_inodes,
-                               const std::unordered_set<std::string>& touched_entries) {
+void CachedEngine::FinishWrite(const Writer& w, bool committed, const Written& written) {
   std::lock_guard<std::mutex> lock(mu_);
   // Alone from registration to now: no other commit can have come after this one's on these
   // records, so what it wrote is what the engine holds.
   const bool install = committed && enabled_ && !w.overlapped && starts_ == w.start;
   uint64_t installed = 0, erased = 0;
-  SettleRecords(touched_inodes, inodes, install, max_records_, &inodes_, &installed, &erased);
-  SettleRecords(touched_entries, entries, install, max_records_, &entries_, &installed, &erased);
+  SettleRecords(written.touched_inodes, written.inodes, install, max_records_, &inodes_,
+                &installed, &erased);
+  SettleRecords(written.touched_entries, written.entries, install, max_records_, &entries_,
+                &installed, &erased);
+  SettleRecords(written.touched_xattrs, written.xattrs, install, max_records_, &xattrs_,
+                &installed, &erased);
   ++epoch_;
   --active_;
   installs_.fetch_add(installed, std::memory_order_relaxed);
   erases_.fetch_add(erased, std::memory_order_relaxed);
+}
+
+namespace {
+
+// Enough for the batches of a long mount (ns_node.cc hands out inode ids 1000 at a time).
+constexpr size_t kMaxNewInodeRanges = 1024;
+
+}  // namespace
+
+Result<uint64_t> CachedEngine::AllocateIds(Counter c, uint64_t n) {
+  Result<uint64_t> r = inner_->AllocateIds(c, n);
+  if (r.ok() && c == Counter::kNextInode && n > 0) {
+    // Nobody knew these ids before this call returned: nothing of theirs exists yet.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (enabled_) {
+      if (new_inodes_.size() >= kMaxNewInodeRanges) new_inodes_.erase(new_inodes_.begin());
+      new_inodes_.emplace_back(*r, *r + n);
+    }
+  }
+  return r;
+}
+
+bool CachedEngine::XattrFreeLocked(uint64_t ino) const {
+  if (xattr_written_.count(ino) != 0) return false;
+  for (const auto& [first, end] : new_inodes_) {
+    if (ino >= first && ino < end) return true;
+  }
+  return false;
+}
+
+void CachedEngine::NoteXattrWriteLocked(uint64_t ino) {
+  if (xattr_written_.size() >= max_records_) {
+    // Full: forget which ids are new instead (ids handed out later are new again).
+    new_inodes_.clear();
+    xattr_written_.clear();
+  }
+  if (!new_inodes_.empty()) xattr_written_.insert(ino);
 }
 
 Status CachedEngine::ReadFromCache(const std::function<Status(Txn&)>& fn, bool* answered) {
@@ -320,6 +398,9 @@ Status CachedEngine::Init(InitMode mode) {
     std::lock_guard<std::mutex> lock(mu_);
     inodes_.clear();
     entries_.clear();
+    xattrs_.clear();
+    new_inodes_.clear();
+    xattr_written_.clear();
     ++epoch_;
   }
   return inner_->Init(mode);
@@ -330,6 +411,9 @@ void CachedEngine::Disable() {
   enabled_ = false;
   inodes_.clear();
   entries_.clear();
+  xattrs_.clear();
+  new_inodes_.clear();
+  xattr_written_.clear();
   ++epoch_;
 }
 
@@ -341,7 +425,7 @@ MetaCacheStats CachedEngine::CacheStats() const {
   s.installs = installs_.load(std::memory_order_relaxed);
   s.erases = erases_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
-  s.records = inodes_.size() + entries_.size();
+  s.records = inodes_.size() + entries_.size() + xattrs_.size();
   s.enabled = enabled_;
   return s;
 }
@@ -349,11 +433,19 @@ MetaCacheStats CachedEngine::CacheStats() const {
 Status CachedEngine::CheckAgainstEngine() {
   std::unordered_map<uint64_t, std::optional<Inode>> inodes;
   std::unordered_map<std::string, std::optional<Entry>> entries;
+  std::unordered_map<std::string, std::optional<std::string>> xattrs;
+  std::vector<uint64_t> xattr_free;  // ids the cache answers "no xattrs" for
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (active_ != 0) return Status::InvalidArgument("CheckAgainstEngine with a write in flight");
     inodes = inodes_;
     entries = entries_;
+    xattrs = xattrs_;
+    for (const auto& [first, end] : new_inodes_) {
+      for (uint64_t ino = first; ino < end && xattr_free.size() < 100000; ++ino) {
+        if (XattrFreeLocked(ino)) xattr_free.push_back(ino);
+      }
+    }
   }
   return inner_->Transact("cache_check", TxnMode::kRead, [&](Txn& t) -> Status {
     for (const auto& [ino, cached] : inodes) {
@@ -372,6 +464,23 @@ Status CachedEngine::CheckAgainstEngine() {
       if (cached.has_value() != real.has_value() || (cached && !SameEntry(*cached, *real))) {
         return Status::Corruption("metadata cache: entry '" + std::string(name) + "' of " +
                                   std::to_string(parent) + " differs from the engine's");
+      }
+    }
+    for (const auto& [key, cached] : xattrs) {
+      uint64_t ino;
+      std::memcpy(&ino, key.data(), sizeof(ino));
+      const std::string_view name(key.data() + sizeof(ino), key.size() - sizeof(ino));
+      FOLIO_ASSIGN_OR_RETURN(std::optional<std::string> real, t.GetXattr(InodeId{ino}, name));
+      if (cached != real) {
+        return Status::Corruption("metadata cache: xattr '" + std::string(name) + "' of inode " +
+                                  std::to_string(ino) + " differs from the engine's");
+      }
+    }
+    for (uint64_t ino : xattr_free) {
+      FOLIO_ASSIGN_OR_RETURN(std::vector<Xattr> real, t.ListXattrs(InodeId{ino}));
+      if (!real.empty()) {
+        return Status::Corruption("metadata cache: inode " + std::to_string(ino) + " has xattr '" +
+                                  real.front().name + "', the cache says it has none");
       }
     }
     return Status::OK();

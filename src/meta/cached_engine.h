@@ -4,9 +4,14 @@
 // refuses a mounted volume). Every other process only reads, so the only writes that can make
 // a cached record stale are this process's own, and they all pass through here.
 //
-// What it caches: GetInode / GetInodes and GetEntry results (absent records too: a lookup of a
-// missing name is a hit). Nothing else; a read transaction that asks for anything else, or for
-// a record not cached, is run on the engine as if the cache were not there.
+// What it caches: GetInode / GetInodes, GetEntry and GetXattr results (absent records too: a
+// lookup of a missing name is a hit). Nothing else; a read transaction that asks for anything
+// else, or for a record not cached, is run on the engine as if the cache were not there.
+// It also knows that an inode id this process was handed (AllocateIds of kNextInode) has no
+// xattr it did not write itself: the kernel asks for security.capability before every
+// write(2) (file_remove_privs), so a new file's writes ask the engine nothing. Every xattr
+// write notes its inode (xattr_written_) before the engine sees it; those inodes are answered
+// from xattrs_ or the engine only.
 //
 // How a read transaction runs: first on a cache-only Txn, while no writer is in flight (below);
 // if every record fn asked for was cached, that is the answer and the engine is never asked.
@@ -45,6 +50,8 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "meta/meta_engine.h"
 
@@ -68,7 +75,7 @@ class CachedEngine final : public MetaEngine {
 
   Status Transact(std::string_view op, TxnMode mode,
                   const std::function<Status(Txn&)>& fn) override;
-  Result<uint64_t> AllocateIds(Counter c, uint64_t n) override { return inner_->AllocateIds(c, n); }
+  Result<uint64_t> AllocateIds(Counter c, uint64_t n) override;
   Status Init(InitMode mode) override;
   Status Sync() override { return inner_->Sync(); }
   MetaStats Stats() const override { return inner_->Stats(); }
@@ -98,11 +105,21 @@ class CachedEngine final : public MetaEngine {
     uint64_t start = 0;        // starts_ right after it registered
   };
   void Register(Writer* w);
-  void FinishWrite(const Writer& w, bool committed,
-                   const std::unordered_map<uint64_t, std::optional<Inode>>& inodes,
-                   const std::unordered_map<std::string, std::optional<Entry>>& entries,
-                   const std::unordered_set<uint64_t>& touched_inodes,
-                   const std::unordered_set<std::string>& touched_entries);
+  // What one writer put or deleted (the values of its last attempt) and every record any of
+  // its attempts touched.
+  struct Written {
+    std::unordered_map<uint64_t, std::optional<Inode>> inodes;
+    std::unordered_map<std::string, std::optional<Entry>> entries;
+    std::unordered_map<std::string, std::optional<std::string>> xattrs;
+    std::unordered_set<uint64_t> touched_inodes;
+    std::unordered_set<std::string> touched_entries;
+    std::unordered_set<std::string> touched_xattrs;
+  };
+  void FinishWrite(const Writer& w, bool committed, const Written& written);
+  // REQUIRES: mu_ held. Whether ino was handed out here and no xattr of it was ever written.
+  bool XattrFreeLocked(uint64_t ino) const;
+  // REQUIRES: mu_ held. Before the engine sees an xattr write of ino.
+  void NoteXattrWriteLocked(uint64_t ino);
 
   MetaEngine* const inner_;
   const size_t max_records_;
@@ -114,6 +131,11 @@ class CachedEngine final : public MetaEngine {
   uint64_t starts_ = 0;     // GUARDED_BY(mu_) registrations so far
   std::unordered_map<uint64_t, std::optional<Inode>> inodes_;       // GUARDED_BY(mu_)
   std::unordered_map<std::string, std::optional<Entry>> entries_;   // GUARDED_BY(mu_)
+  std::unordered_map<std::string, std::optional<std::string>> xattrs_;  // GUARDED_BY(mu_)
+  // Inode ids handed out by AllocateIds(kNextInode) here, as [first, end) (at most
+  // kMaxNewInodeRanges, oldest dropped), and the inodes whose xattrs were written since.
+  std::vector<std::pair<uint64_t, uint64_t>> new_inodes_;  // GUARDED_BY(mu_)
+  std::unordered_set<uint64_t> xattr_written_;              // GUARDED_BY(mu_)
 
   std::atomic<uint64_t> reads_{0}, misses_{0}, fills_{0}, installs_{0}, erases_{0};
 };

@@ -40,6 +40,7 @@ class MemEngine final : public MetaEngine {
         std::lock_guard<std::mutex> lock(mu_);
         t.inodes = inodes_;
         t.entries = entries_;
+        t.xattrs = xattrs_;
       }
       return fn(t);
     }
@@ -50,11 +51,12 @@ class MemEngine final : public MetaEngine {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& [k, v] : t.inodes) inodes_[k] = v;
       for (auto& [k, v] : t.entries) entries_[k] = v;
+      for (auto& [k, v] : t.xattrs) xattrs_[k] = v;
     }
     if (after_commit) after_commit();
     return Status::OK();
   }
-  Result<uint64_t> AllocateIds(Counter, uint64_t) override { return uint64_t{1}; }
+  Result<uint64_t> AllocateIds(Counter, uint64_t n) override { return next_id_.fetch_add(n); }
   Status Init(InitMode) override { return Status::OK(); }
   Status Sync() override { return Status::OK(); }
   MetaStats Stats() const override { return {}; }
@@ -62,6 +64,7 @@ class MemEngine final : public MetaEngine {
 
  private:
   using EntryMap = std::map<std::pair<uint64_t, std::string>, std::optional<Entry>>;
+  using XattrMap = std::map<std::pair<uint64_t, std::string>, std::optional<std::string>>;
   // A kRead transaction's records are its snapshot; a kWrite's are its own writes, over the
   // committed records.
   class MemTxn final : public ForwardingTxn {
@@ -70,6 +73,7 @@ class MemEngine final : public MetaEngine {
         : e_(e), write_(write), empty_(Status::InvalidArgument("not in MemEngine")) {}
     std::map<uint64_t, std::optional<Inode>> inodes;
     EntryMap entries;
+    XattrMap xattrs;
 
     Result<std::optional<Inode>> GetInode(InodeId ino) override {
       std::optional<Inode> v;
@@ -104,6 +108,33 @@ class MemEngine final : public MetaEngine {
     Status DeleteEntry(InodeId parent, std::string_view name) override {
       return Write([&] { entries[{Raw(parent), std::string(name)}] = std::nullopt; });
     }
+    Result<std::optional<std::string>> GetXattr(InodeId ino, std::string_view name) override {
+      const std::pair<uint64_t, std::string> k(Raw(ino), std::string(name));
+      if (auto it = xattrs.find(k); it != xattrs.end()) return it->second;
+      if (!write_) return std::optional<std::string>();
+      std::lock_guard<std::mutex> lock(e_->mu_);
+      auto it = e_->xattrs_.find(k);
+      return it == e_->xattrs_.end() ? std::optional<std::string>() : it->second;
+    }
+    Result<std::vector<Xattr>> ListXattrs(InodeId ino) override {
+      XattrMap all;
+      if (write_) {
+        std::lock_guard<std::mutex> lock(e_->mu_);
+        all = e_->xattrs_;
+      }
+      for (const auto& [k, v] : xattrs) all[k] = v;
+      std::vector<Xattr> out;
+      for (const auto& [k, v] : all) {
+        if (k.first == Raw(ino) && v) out.push_back(Xattr{k.second, *v});
+      }
+      return out;
+    }
+    Status PutXattr(InodeId ino, std::string_view name, std::string_view value) override {
+      return Write([&] { xattrs[{Raw(ino), std::string(name)}] = std::string(value); });
+    }
+    Status DeleteXattr(InodeId ino, std::string_view name) override {
+      return Write([&] { xattrs[{Raw(ino), std::string(name)}] = std::nullopt; });
+    }
 
    protected:
     Txn& In() override { return empty_; }
@@ -123,6 +154,8 @@ class MemEngine final : public MetaEngine {
   std::mutex mu_;         // the committed records
   std::map<uint64_t, std::optional<Inode>> inodes_;
   EntryMap entries_;
+  XattrMap xattrs_;
+  std::atomic<uint64_t> next_id_{1000};
 };
 
 Inode MakeInode(uint64_t ino, uint64_t size) {
@@ -200,6 +233,57 @@ TEST(CachedEngineTest, ReadsAfterAWriteAreAnsweredWithoutTheEngine) {
   EXPECT_EQ(mem.reads.load(), before + 1);
 }
 
+// The kernel asks for security.capability before every write(2) to a file. An inode this
+// process was handed has none unless it wrote one: no engine read, not even the first; an xattr
+// written, or one of an older inode, is the engine's until cached.
+TEST(CachedEngineTest, XattrsOfNewInodesAreAnsweredWithoutTheEngine) {
+  MemEngine mem;
+  ASSERT_TRUE(mem.Transact("old", TxnMode::kWrite, [&](Txn& t) -> Status {
+                 FOLIO_RETURN_IF_ERROR(t.PutInode(MakeInode(5, 0)));
+                 return t.PutXattr(InodeId{5}, "security.capability", "old");
+               }).ok());
+  CachedEngine c(&mem);
+  Result<uint64_t> first = c.AllocateIds(Counter::kNextInode, 10);
+  ASSERT_TRUE(first.ok());
+  const uint64_t ino = *first + 3;
+  ASSERT_TRUE(PutSize(&c, ino, 0).ok());  // the create: the inode is cached
+  auto get = [&](uint64_t i) -> Result<std::optional<std::string>> {
+    std::optional<std::string> v;
+    FOLIO_RETURN_IF_ERROR(c.Transact("getxattr", TxnMode::kRead, [&](Txn& t) -> Status {
+      FOLIO_ASSIGN_OR_RETURN(std::optional<Inode> n, t.GetInode(InodeId{i}));
+      if (!n) return Status::NotFound("inode");
+      FOLIO_ASSIGN_OR_RETURN(v, t.GetXattr(InodeId{i}, "security.capability"));
+      return Status::OK();
+    }));
+    return v;
+  };
+  int reads = mem.reads.load();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(*get(ino), std::nullopt);
+  EXPECT_EQ(mem.reads.load(), reads) << "a new inode's absent xattr went to the engine";
+  // Written: the value, from the cache after the commit installed it.
+  ASSERT_TRUE(c.Transact("setxattr", TxnMode::kWrite, [&](Txn& t) -> Status {
+                 return t.PutXattr(InodeId{ino}, "security.capability", "v1");
+               }).ok());
+  EXPECT_EQ(*get(ino), std::optional<std::string>("v1"));
+  EXPECT_EQ(mem.reads.load(), reads);
+  // A write that could not install (it failed after its write) leaves the engine's answer.
+  EXPECT_FALSE(c.Transact("failed", TxnMode::kWrite, [&](Txn& t) -> Status {
+                  FOLIO_RETURN_IF_ERROR(t.DeleteXattr(InodeId{ino}, "security.capability"));
+                  return Status::IOError("fn fails after its write");
+                }).ok());
+  EXPECT_EQ(*get(ino), std::optional<std::string>("v1"));
+  EXPECT_EQ(mem.reads.load(), reads + 1) << "the erased record is read from the engine once";
+  reads = mem.reads.load();
+  EXPECT_EQ(*get(ino), std::optional<std::string>("v1"));
+  EXPECT_EQ(mem.reads.load(), reads);
+  // An inode from before this process: the engine once, then cached.
+  EXPECT_EQ(*get(5), std::optional<std::string>("old"));
+  EXPECT_EQ(mem.reads.load(), reads + 1);
+  EXPECT_EQ(*get(5), std::optional<std::string>("old"));
+  EXPECT_EQ(mem.reads.load(), reads + 1);
+  EXPECT_TRUE(c.CheckAgainstEngine().ok());
+}
+
 // A read that got its value from the engine before a write committed must not store it after
 // the write installed (or erased) the record: that would cache the old value for good.
 TEST(CachedEngineTest, AValueReadBeforeAWriteCommittedIsNeverStoredAfterIt) {
@@ -248,9 +332,40 @@ TEST(CachedEngineTest, OverlappingWritersLeaveNoOlderValueCached) {
   EXPECT_TRUE(c.CheckAgainstEngine().ok());
 }
 
+// One thread's life of a new inode's xattrs: none at first, then each write read back.
+Status CheckNewInodeXattrs(MetaEngine* c, uint64_t ino, std::atomic<uint64_t>* wrong) {
+  auto get = [&](std::optional<std::string>* out) {
+    return c->Transact("getxattr", TxnMode::kRead, [&](Txn& t) -> Status {
+      FOLIO_ASSIGN_OR_RETURN(*out, t.GetXattr(InodeId{ino}, "security.capability"));
+      return Status::OK();
+    });
+  };
+  auto set = [&](std::optional<std::string> v) {
+    return c->Transact("setxattr", TxnMode::kWrite, [&](Txn& t) -> Status {
+      FOLIO_RETURN_IF_ERROR(t.PutInode(MakeInode(ino, 1)));
+      if (!v) return t.DeleteXattr(InodeId{ino}, "security.capability");
+      return t.PutXattr(InodeId{ino}, "security.capability", *v);
+    });
+  };
+  std::optional<std::string> got;
+  FOLIO_RETURN_IF_ERROR(get(&got));
+  if (got) wrong->fetch_add(1);
+  for (const std::optional<std::string>& v :
+       {std::optional<std::string>("a"), std::optional<std::string>(), std::optional<std::string>("b")}) {
+    FOLIO_RETURN_IF_ERROR(set(v));
+    FOLIO_RETURN_IF_ERROR(get(&got));
+    if (got != v) wrong->fetch_add(1);
+  }
+  return Status::OK();
+}
+
 // A read on the cache alone never sees records from both sides of a commit: a writer keeps
-// inodes 100 and 101 the same size in every transaction, and readers check it.
+// inodes 100 and 101 the same size in every transaction (and inode 100's xattr user.v equal
+// to it), and readers check it.
 void RunConcurrent(MetaEngine* inner, uint64_t seed, int ops_per_thread) {
+  // The fixed inodes below (100, 101, 200-215) are ids handed out before this process: the
+  // ones it allocates come after them.
+  ASSERT_TRUE(inner->AllocateIds(Counter::kNextInode, 1000).ok());
   CachedEngine c(inner, /*max_records=*/24);  // small: the maps are emptied and refilled
   ASSERT_TRUE(c.Transact("init", TxnMode::kWrite, [&](Txn& t) -> Status {
                  FOLIO_RETURN_IF_ERROR(t.PutInode(MakeInode(100, 0)));
@@ -270,7 +385,20 @@ void RunConcurrent(MetaEngine* inner, uint64_t seed, int ops_per_thread) {
         if (kind == 0) {
           s = c.Transact("pair", TxnMode::kWrite, [&](Txn& t) -> Status {
             FOLIO_RETURN_IF_ERROR(t.PutInode(MakeInode(100, v)));
+            FOLIO_RETURN_IF_ERROR(t.PutXattr(InodeId{100}, "user.v", std::to_string(v)));
             return t.PutInode(MakeInode(101, v));
+          });
+        } else if (kind == 3 && v % 3 == 0) {
+          // A new file of this thread: no xattr until it writes one, then exactly what it
+          // wrote last (its own sequence of transactions, read back after each).
+          Result<uint64_t> first = c.AllocateIds(Counter::kNextInode, 2);
+          s = first.status();
+          if (s.ok()) s = CheckNewInodeXattrs(&c, *first + v % 2, &torn);
+        } else if (kind == 3) {
+          s = c.Transact("xattr", TxnMode::kWrite, [&](Txn& t) -> Status {
+            const std::string xname = v % 2 == 0 ? "security.capability" : "user.x";
+            if (v % 4 < 2) return t.DeleteXattr(InodeId{ino}, xname);
+            return t.PutXattr(InodeId{ino}, xname, std::to_string(v));
           });
         } else if (kind == 1) {
           s = c.Transact("entry", TxnMode::kWrite, [&](Txn& t) -> Status {
@@ -290,8 +418,18 @@ void RunConcurrent(MetaEngine* inner, uint64_t seed, int ops_per_thread) {
             FOLIO_ASSIGN_OR_RETURN(std::optional<Inode> a, t.GetInode(InodeId{100}));
             FOLIO_ASSIGN_OR_RETURN(std::optional<Inode> b, t.GetInode(InodeId{101}));
             if (!a || !b || a->size_bytes != b->size_bytes) torn.fetch_add(1);
+            FOLIO_ASSIGN_OR_RETURN(std::optional<std::string> x,
+                                   t.GetXattr(InodeId{100}, "user.v"));
+            if (a && a->size_bytes != 0 && x != std::to_string(a->size_bytes)) torn.fetch_add(1);
             return Status::OK();
           });
+          if (s.ok() && kind == 4) {
+            s = c.Transact("getxattr", TxnMode::kRead, [&](Txn& t) -> Status {
+              FOLIO_ASSIGN_OR_RETURN(auto x, t.GetXattr(InodeId{ino}, "security.capability"));
+              (void)x;
+              return Status::OK();
+            });
+          }
         } else {
           s = c.Transact("lookup", TxnMode::kRead, [&](Txn& t) -> Status {
             FOLIO_ASSIGN_OR_RETURN(std::optional<Entry> e, t.GetEntry(kRootInode, name));
