@@ -1,5 +1,7 @@
 #include "meta/cached_engine.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -67,6 +69,9 @@ class CachedEngine::CacheTxn final : public ForwardingTxn {
     if (Usable()) {
       auto it = e_->entries_.find(key);
       if (it != e_->entries_.end()) return it->second;
+      if (e_->CompleteDirLocked(Raw(parent)) && e_->lost_entries_.count(key) == 0) {
+        return std::optional<Entry>();
+      }
     }
     return Miss();
   }
@@ -134,7 +139,10 @@ class CachedEngine::FillTxn final : public ForwardingTxn {
       std::string key = EntryKey(parent, name);
       std::lock_guard<std::mutex> lock(e_->mu_);
       if (Fillable()) {
-        if (e_->entries_.size() >= e_->max_records_) e_->entries_.clear();
+        if (e_->entries_.size() >= e_->max_records_) {
+          e_->entries_.clear();
+          e_->EntriesEmptiedLocked();
+        }
         e_->entries_.insert_or_assign(std::move(key), *r);
         e_->fills_.fetch_add(1, std::memory_order_relaxed);
       }
@@ -275,18 +283,25 @@ namespace {
 
 // A finished writer's records of one kind: what it wrote goes into the cache when it may
 // install, else every record it touched leaves it.
+// *emptied (optional) is set when the full map was emptied; *dropped (optional) gets every
+// key that was not installed.
 template <typename Key, typename Value>
 void SettleRecords(const std::unordered_set<Key>& touched,
                    const std::unordered_map<Key, Value>& written, bool install, size_t max_records,
-                   std::unordered_map<Key, Value>* cache, uint64_t* installed, uint64_t* erased) {
+                   std::unordered_map<Key, Value>* cache, uint64_t* installed, uint64_t* erased,
+                   bool* emptied = nullptr, std::vector<Key>* dropped = nullptr) {
   for (const Key& key : touched) {
     auto v = written.find(key);
     if (install && v != written.end()) {
-      if (cache->size() >= max_records) cache->clear();
+      if (cache->size() >= max_records) {
+        cache->clear();
+        if (emptied != nullptr) *emptied = true;
+      }
       cache->insert_or_assign(key, v->second);
       ++*installed;
     } else {
       *erased += cache->erase(key);
+      if (dropped != nullptr) dropped->push_back(key);
     }
   }
 }
@@ -301,8 +316,12 @@ void CachedEngine::FinishWrite(const Writer& w, bool committed, const Written& w
   uint64_t installed = 0, erased = 0;
   SettleRecords(written.touched_inodes, written.inodes, install, max_records_, &inodes_,
                 &installed, &erased);
+  bool entries_emptied = false;
+  std::vector<std::string> entries_dropped;
   SettleRecords(written.touched_entries, written.entries, install, max_records_, &entries_,
-                &installed, &erased);
+                &installed, &erased, &entries_emptied, &entries_dropped);
+  if (entries_emptied) EntriesEmptiedLocked();
+  for (const std::string& key : entries_dropped) EntryLostLocked(key);
   SettleRecords(written.touched_xattrs, written.xattrs, install, max_records_, &xattrs_,
                 &installed, &erased);
   ++epoch_;
@@ -326,17 +345,42 @@ Result<uint64_t> CachedEngine::AllocateIds(Counter c, uint64_t n) {
     if (enabled_) {
       if (new_inodes_.size() >= kMaxNewInodeRanges) new_inodes_.erase(new_inodes_.begin());
       new_inodes_.emplace_back(*r, *r + n);
+      new_end_ = std::max(new_end_, *r + n);
     }
   }
   return r;
 }
 
-bool CachedEngine::XattrFreeLocked(uint64_t ino) const {
-  if (xattr_written_.count(ino) != 0) return false;
+bool CachedEngine::HandedOutLocked(uint64_t ino) const {
   for (const auto& [first, end] : new_inodes_) {
     if (ino >= first && ino < end) return true;
   }
   return false;
+}
+
+bool CachedEngine::XattrFreeLocked(uint64_t ino) const {
+  return xattr_written_.count(ino) == 0 && HandedOutLocked(ino);
+}
+
+bool CachedEngine::CompleteDirLocked(uint64_t parent) const {
+  return parent >= complete_floor_ && HandedOutLocked(parent);
+}
+
+void CachedEngine::EntriesEmptiedLocked() {
+  // Directories handed out from now on are complete again: their entries are all to come.
+  complete_floor_ = new_end_;
+  lost_entries_.clear();
+}
+
+void CachedEngine::EntryLostLocked(const std::string& key) {
+  uint64_t parent;
+  std::memcpy(&parent, key.data(), sizeof(parent));
+  if (!CompleteDirLocked(parent)) return;
+  if (lost_entries_.size() >= max_records_) {
+    EntriesEmptiedLocked();
+    return;
+  }
+  lost_entries_.insert(key);
 }
 
 void CachedEngine::NoteXattrWriteLocked(uint64_t ino) {
@@ -401,6 +445,8 @@ Status CachedEngine::Init(InitMode mode) {
     xattrs_.clear();
     new_inodes_.clear();
     xattr_written_.clear();
+    lost_entries_.clear();
+    complete_floor_ = new_end_;
     ++epoch_;
   }
   return inner_->Init(mode);
@@ -414,6 +460,8 @@ void CachedEngine::Disable() {
   xattrs_.clear();
   new_inodes_.clear();
   xattr_written_.clear();
+  lost_entries_.clear();
+  complete_floor_ = new_end_;
   ++epoch_;
 }
 
@@ -435,6 +483,8 @@ Status CachedEngine::CheckAgainstEngine() {
   std::unordered_map<std::string, std::optional<Entry>> entries;
   std::unordered_map<std::string, std::optional<std::string>> xattrs;
   std::vector<uint64_t> xattr_free;  // ids the cache answers "no xattrs" for
+  std::vector<uint64_t> complete_dirs;  // ids whose uncached, unlost names the cache calls absent
+  std::unordered_set<std::string> lost;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (active_ != 0) return Status::InvalidArgument("CheckAgainstEngine with a write in flight");
@@ -444,8 +494,10 @@ Status CachedEngine::CheckAgainstEngine() {
     for (const auto& [first, end] : new_inodes_) {
       for (uint64_t ino = first; ino < end && xattr_free.size() < 100000; ++ino) {
         if (XattrFreeLocked(ino)) xattr_free.push_back(ino);
+        if (CompleteDirLocked(ino) && complete_dirs.size() < 100000) complete_dirs.push_back(ino);
       }
     }
+    lost = lost_entries_;
   }
   return inner_->Transact("cache_check", TxnMode::kRead, [&](Txn& t) -> Status {
     for (const auto& [ino, cached] : inodes) {
@@ -474,6 +526,17 @@ Status CachedEngine::CheckAgainstEngine() {
       if (cached != real) {
         return Status::Corruption("metadata cache: xattr '" + std::string(name) + "' of inode " +
                                   std::to_string(ino) + " differs from the engine's");
+      }
+    }
+    for (uint64_t dir : complete_dirs) {
+      FOLIO_ASSIGN_OR_RETURN(std::vector<Entry> real, t.ListEntries(InodeId{dir}, "", SIZE_MAX));
+      for (const Entry& e : real) {
+        const std::string key = EntryKey(InodeId{dir}, e.name);
+        auto it = entries.find(key);
+        if ((it == entries.end() || !it->second) && lost.count(key) == 0) {
+          return Status::Corruption("metadata cache: entry '" + e.name + "' of " +
+                                    std::to_string(dir) + " exists, the cache says it does not");
+        }
       }
     }
     for (uint64_t ino : xattr_free) {

@@ -11,7 +11,11 @@
 // xattr it did not write itself: the kernel asks for security.capability before every
 // write(2) (file_remove_privs), so a new file's writes ask the engine nothing. Every xattr
 // write notes its inode (xattr_written_) before the engine sees it; those inodes are answered
-// from xattrs_ or the engine only.
+// from xattrs_ or the engine only. Likewise a directory with such an id holds only the entries
+// this process wrote: a name in it that is neither cached nor lost (written by a writer that
+// could not install it: lost_entries_) is absent, so the lookup of a new name before a create
+// asks the engine nothing. When entries_ is emptied (full) that knowledge goes for every
+// directory handed out so far (complete_floor_).
 //
 // How a read transaction runs: first on a cache-only Txn, while no writer is in flight (below);
 // if every record fn asked for was cached, that is the answer and the engine is never asked.
@@ -116,8 +120,16 @@ class CachedEngine final : public MetaEngine {
     std::unordered_set<std::string> touched_xattrs;
   };
   void FinishWrite(const Writer& w, bool committed, const Written& written);
+  // REQUIRES: mu_ held. Whether ino was handed out here (new_inodes_).
+  bool HandedOutLocked(uint64_t ino) const;
   // REQUIRES: mu_ held. Whether ino was handed out here and no xattr of it was ever written.
   bool XattrFreeLocked(uint64_t ino) const;
+  // REQUIRES: mu_ held. Whether every entry of directory `parent` is in entries_ or
+  // lost_entries_ (it was handed out here, after the last time entries_ was emptied).
+  bool CompleteDirLocked(uint64_t parent) const;
+  // REQUIRES: mu_ held. entries_ was emptied / the entry `key` left it after a write.
+  void EntriesEmptiedLocked();
+  void EntryLostLocked(const std::string& key);
   // REQUIRES: mu_ held. Before the engine sees an xattr write of ino.
   void NoteXattrWriteLocked(uint64_t ino);
 
@@ -136,6 +148,9 @@ class CachedEngine final : public MetaEngine {
   // kMaxNewInodeRanges, oldest dropped), and the inodes whose xattrs were written since.
   std::vector<std::pair<uint64_t, uint64_t>> new_inodes_;  // GUARDED_BY(mu_)
   std::unordered_set<uint64_t> xattr_written_;              // GUARDED_BY(mu_)
+  uint64_t new_end_ = 0;          // GUARDED_BY(mu_): the highest end of a range handed out
+  uint64_t complete_floor_ = 0;   // GUARDED_BY(mu_): CompleteDirLocked needs parent >= it
+  std::unordered_set<std::string> lost_entries_;  // GUARDED_BY(mu_): keys of complete dirs
 
   std::atomic<uint64_t> reads_{0}, misses_{0}, fills_{0}, installs_{0}, erases_{0};
 };

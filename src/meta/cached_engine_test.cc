@@ -105,6 +105,22 @@ class MemEngine final : public MetaEngine {
     Status PutEntry(const Entry& en) override {
       return Write([&] { entries[{Raw(en.parent), en.name}] = en; });
     }
+    Result<std::vector<Entry>> ListEntries(InodeId parent, std::string_view after,
+                                           size_t limit) override {
+      EntryMap all;
+      if (write_) {
+        std::lock_guard<std::mutex> lock(e_->mu_);
+        all = e_->entries_;
+      }
+      for (const auto& [k, v] : entries) all[k] = v;
+      std::vector<Entry> out;
+      for (const auto& [k, v] : all) {
+        if (k.first == Raw(parent) && v && k.second > after && out.size() < limit) {
+          out.push_back(*v);
+        }
+      }
+      return out;
+    }
     Status DeleteEntry(InodeId parent, std::string_view name) override {
       return Write([&] { entries[{Raw(parent), std::string(name)}] = std::nullopt; });
     }
@@ -284,6 +300,46 @@ TEST(CachedEngineTest, XattrsOfNewInodesAreAnsweredWithoutTheEngine) {
   EXPECT_TRUE(c.CheckAgainstEngine().ok());
 }
 
+// Every create looks its new name up first. A directory this process was handed holds only
+// the entries it wrote: a missing name there is known without the engine, until a write of a
+// name could not be installed (that name is the engine's again).
+TEST(CachedEngineTest, LookupsOfNewNamesInANewDirectoryAskNothing) {
+  MemEngine mem;
+  CachedEngine c(&mem);
+  Result<uint64_t> first = c.AllocateIds(Counter::kNextInode, 10);
+  ASSERT_TRUE(first.ok());
+  const InodeId dir{*first};
+  auto lookup = [&](InodeId parent, std::string_view name) -> Result<std::optional<Entry>> {
+    std::optional<Entry> e;
+    FOLIO_RETURN_IF_ERROR(c.Transact("lookup", TxnMode::kRead, [&](Txn& t) -> Status {
+      FOLIO_ASSIGN_OR_RETURN(e, t.GetEntry(parent, name));
+      return Status::OK();
+    }));
+    return e;
+  };
+  int reads = mem.reads.load();
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(lookup(dir, "f" + std::to_string(i))->has_value());
+  EXPECT_EQ(mem.reads.load(), reads) << "a new directory's missing name went to the engine";
+  ASSERT_TRUE(c.Transact("create", TxnMode::kWrite, [&](Txn& t) -> Status {
+                 return t.PutEntry(Entry{dir, "f0", InodeId{*first + 1}, FileType::kRegular});
+               }).ok());
+  EXPECT_TRUE(lookup(dir, "f0")->has_value());
+  // A write that did not commit: its name is the engine's (absent there) from now on.
+  EXPECT_FALSE(c.Transact("failed", TxnMode::kWrite, [&](Txn& t) -> Status {
+                  FOLIO_RETURN_IF_ERROR(
+                      t.PutEntry(Entry{dir, "f1", InodeId{*first + 2}, FileType::kRegular}));
+                  return Status::IOError("fn fails after its write");
+                }).ok());
+  EXPECT_FALSE(lookup(dir, "f1")->has_value());
+  EXPECT_EQ(mem.reads.load(), reads + 1);
+  EXPECT_FALSE(lookup(dir, "f1")->has_value());  // now cached
+  EXPECT_EQ(mem.reads.load(), reads + 1);
+  // The root (older than this process) is the engine's for every missing name.
+  EXPECT_FALSE(lookup(kRootInode, "x")->has_value());
+  EXPECT_EQ(mem.reads.load(), reads + 2);
+  EXPECT_TRUE(c.CheckAgainstEngine().ok());
+}
+
 // A read that got its value from the engine before a write committed must not store it after
 // the write installed (or erased) the record: that would cache the old value for good.
 TEST(CachedEngineTest, AValueReadBeforeAWriteCommittedIsNeverStoredAfterIt) {
@@ -332,6 +388,28 @@ TEST(CachedEngineTest, OverlappingWritersLeaveNoOlderValueCached) {
   EXPECT_TRUE(c.CheckAgainstEngine().ok());
 }
 
+// One thread's life of a new directory's entry: absent at first, then each write read back.
+Status CheckNewDirEntries(MetaEngine* c, InodeId dir, std::atomic<uint64_t>* wrong) {
+  auto get = [&](std::optional<Entry>* out) {
+    return c->Transact("lookup", TxnMode::kRead, [&](Txn& t) -> Status {
+      FOLIO_ASSIGN_OR_RETURN(*out, t.GetEntry(dir, "e"));
+      return Status::OK();
+    });
+  };
+  std::optional<Entry> got;
+  FOLIO_RETURN_IF_ERROR(get(&got));
+  if (got) wrong->fetch_add(1);
+  for (bool present : {true, false, true}) {
+    FOLIO_RETURN_IF_ERROR(c->Transact("entry", TxnMode::kWrite, [&](Txn& t) -> Status {
+      if (!present) return t.DeleteEntry(dir, "e");
+      return t.PutEntry(Entry{dir, "e", InodeId{Raw(dir) + 1}, FileType::kRegular});
+    }));
+    FOLIO_RETURN_IF_ERROR(get(&got));
+    if (got.has_value() != present) wrong->fetch_add(1);
+  }
+  return Status::OK();
+}
+
 // One thread's life of a new inode's xattrs: none at first, then each write read back.
 Status CheckNewInodeXattrs(MetaEngine* c, uint64_t ino, std::atomic<uint64_t>* wrong) {
   auto get = [&](std::optional<std::string>* out) {
@@ -367,6 +445,10 @@ void RunConcurrent(MetaEngine* inner, uint64_t seed, int ops_per_thread) {
   // ones it allocates come after them.
   ASSERT_TRUE(inner->AllocateIds(Counter::kNextInode, 1000).ok());
   CachedEngine c(inner, /*max_records=*/24);  // small: the maps are emptied and refilled
+  // A directory handed out here: its missing names are answered from the cache.
+  Result<uint64_t> new_dir_id = c.AllocateIds(Counter::kNextInode, 1);
+  ASSERT_TRUE(new_dir_id.ok());
+  const InodeId new_dir{*new_dir_id};
   ASSERT_TRUE(c.Transact("init", TxnMode::kWrite, [&](Txn& t) -> Status {
                  FOLIO_RETURN_IF_ERROR(t.PutInode(MakeInode(100, 0)));
                  return t.PutInode(MakeInode(101, 0));
@@ -400,10 +482,15 @@ void RunConcurrent(MetaEngine* inner, uint64_t seed, int ops_per_thread) {
             if (v % 4 < 2) return t.DeleteXattr(InodeId{ino}, xname);
             return t.PutXattr(InodeId{ino}, xname, std::to_string(v));
           });
+        } else if (kind == 1 && v % 5 == 0) {
+          Result<uint64_t> d = c.AllocateIds(Counter::kNextInode, 1);
+          s = d.status();
+          if (s.ok()) s = CheckNewDirEntries(&c, InodeId{*d}, &torn);
         } else if (kind == 1) {
+          const InodeId parent = v % 3 == 0 ? kRootInode : new_dir;
           s = c.Transact("entry", TxnMode::kWrite, [&](Txn& t) -> Status {
-            if (v % 2 == 0) return t.DeleteEntry(kRootInode, name);
-            return t.PutEntry(Entry{kRootInode, name, InodeId{ino}, FileType::kRegular});
+            if (v % 2 == 0) return t.DeleteEntry(parent, name);
+            return t.PutEntry(Entry{parent, name, InodeId{ino}, FileType::kRegular});
           });
         } else if (kind == 2) {
           s = c.Transact("inode", TxnMode::kWrite, [&](Txn& t) -> Status {
@@ -432,7 +519,8 @@ void RunConcurrent(MetaEngine* inner, uint64_t seed, int ops_per_thread) {
           }
         } else {
           s = c.Transact("lookup", TxnMode::kRead, [&](Txn& t) -> Status {
-            FOLIO_ASSIGN_OR_RETURN(std::optional<Entry> e, t.GetEntry(kRootInode, name));
+            FOLIO_ASSIGN_OR_RETURN(std::optional<Entry> e,
+                                   t.GetEntry(v % 2 == 0 ? kRootInode : new_dir, name));
             const InodeId inos[] = {InodeId{ino}, InodeId{100}};
             FOLIO_ASSIGN_OR_RETURN(auto many, t.GetInodes(inos));
             (void)e;
