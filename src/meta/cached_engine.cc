@@ -332,8 +332,9 @@ void CachedEngine::FinishWrite(const Writer& w, bool committed, const Written& w
 
 namespace {
 
-// Enough for the batches of a long mount (ns_node.cc hands out inode ids 1000 at a time).
-constexpr size_t kMaxNewInodeRanges = 1024;
+// Ranges that do not touch the last one (ns_node.cc hands out inode ids 1024 at a time; a
+// mount that is the only writer gets consecutive batches, which merge into one range).
+constexpr size_t kMaxNewInodeRanges = 64;
 
 }  // namespace
 
@@ -343,8 +344,12 @@ Result<uint64_t> CachedEngine::AllocateIds(Counter c, uint64_t n) {
     // Nobody knew these ids before this call returned: nothing of theirs exists yet.
     std::lock_guard<std::mutex> lock(mu_);
     if (enabled_) {
-      if (new_inodes_.size() >= kMaxNewInodeRanges) new_inodes_.erase(new_inodes_.begin());
-      new_inodes_.emplace_back(*r, *r + n);
+      if (!new_inodes_.empty() && new_inodes_.back().second == *r) {
+        new_inodes_.back().second = *r + n;
+      } else {
+        if (new_inodes_.size() >= kMaxNewInodeRanges) new_inodes_.erase(new_inodes_.begin());
+        new_inodes_.emplace_back(*r, *r + n);
+      }
       new_end_ = std::max(new_end_, *r + n);
     }
   }

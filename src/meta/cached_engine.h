@@ -144,8 +144,9 @@ class CachedEngine final : public MetaEngine {
   std::unordered_map<uint64_t, std::optional<Inode>> inodes_;       // GUARDED_BY(mu_)
   std::unordered_map<std::string, std::optional<Entry>> entries_;   // GUARDED_BY(mu_)
   std::unordered_map<std::string, std::optional<std::string>> xattrs_;  // GUARDED_BY(mu_)
-  // Inode ids handed out by AllocateIds(kNextInode) here, as [first, end) (at most
-  // kMaxNewInodeRanges, oldest dropped), and the inodes whose xattrs were written since.
+  // Inode ids handed out by AllocateIds(kNextInode) here, as [first, end) (consecutive
+  // batches merged; at most kMaxNewInodeRanges, oldest dropped), and the inodes whose xattrs
+  // were written since.
   std::vector<std::pair<uint64_t, uint64_t>> new_inodes_;  // GUARDED_BY(mu_)
   std::unordered_set<uint64_t> xattr_written_;              // GUARDED_BY(mu_)
   uint64_t new_end_ = 0;          // GUARDED_BY(mu_): the highest end of a range handed out
