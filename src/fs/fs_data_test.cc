@@ -46,6 +46,23 @@ class DataTest : public ::testing::Test {
     EXPECT_TRUE(o.ok()) << o.status().ToString();
     return o.ok() ? *o : FileSystem::Opened{};
   }
+  // A file `name` opened read-write with `content` written through the handle (not committed
+  // yet), beside a file `name`-other that DropOnlyLink's rename moves over it.
+  void OpenWithUnwrittenData(const std::string& name, const std::string& content, InodeId* ino,
+                             FileSystem::Opened* o) {
+    Result<InodeId> made = WriteFile(fs(), kRootInode, name, "");
+    ASSERT_TRUE(made.ok());
+    ASSERT_TRUE(WriteFile(fs(), kRootInode, name + "-other", "x").ok());
+    *ino = *made;
+    *o = OpenRw(*made);
+    ASSERT_TRUE(fs()->Write(o->fh, 0, {content.data(), content.size()}).ok());
+  }
+  // Drops the only link of `name` by an unlink or by a rename of `name`-other over it.
+  Status DropOnlyLink(const std::string& op, const std::string& name) {
+    return op == "unlink"
+               ? fs()->Unlink(Cred::Root(), kRootInode, name)
+               : fs()->Rename(Cred::Root(), kRootInode, name + "-other", kRootInode, name, 0);
+  }
   // Writes piece at pos, mirrors it in model and fsyncs: one slice record per call.
   void WriteAndFsync(uint64_t fh, uint64_t pos, const std::string& piece, std::string* model) {
     ASSERT_TRUE(fs()->Write(fh, pos, {piece.data(), piece.size()}).ok());
@@ -660,15 +677,11 @@ TEST_F(DataTest, AFailedUnlinkOrRenameOverAnOpenFileKeepsItsData) {
       SCOPED_TRACE(std::string(op) + " failing at call " + std::to_string(fail_at));
       const std::string name = std::string(op) + std::to_string(fail_at);
       const std::string content = Pattern(300000 + fail_at, 40 + fail_at);
-      Result<InodeId> ino = WriteFile(fs(), kRootInode, name, "");
-      ASSERT_TRUE(ino.ok());
-      ASSERT_TRUE(WriteFile(fs(), kRootInode, name + "-other", "x").ok());
-      FileSystem::Opened o = OpenRw(*ino);
-      ASSERT_TRUE(fs()->Write(o.fh, 0, {content.data(), content.size()}).ok());
+      InodeId ino{0};
+      FileSystem::Opened o;
+      ASSERT_NO_FATAL_FAILURE(OpenWithUnwrittenData(name, content, &ino, &o));
       vol_.fault()->Arm({op}, fail_at);
-      Status s = std::string(op) == "unlink"
-                     ? fs()->Unlink(Cred::Root(), kRootInode, name)
-                     : fs()->Rename(Cred::Root(), kRootInode, name + "-other", kRootInode, name, 0);
+      Status s = DropOnlyLink(op, name);
       const bool failed = vol_.fault()->fired();
       vol_.fault()->Disarm();
       ASSERT_TRUE(fs()->Flush(o.fh, 1).ok());
@@ -681,11 +694,11 @@ TEST_F(DataTest, AFailedUnlinkOrRenameOverAnOpenFileKeepsItsData) {
       EXPECT_FALSE(s.ok());
       Result<Attr> a = fs()->Lookup(Cred::Root(), kRootInode, name);
       ASSERT_TRUE(a.ok()) << a.status().ToString();
-      EXPECT_EQ(a->ino(), *ino);
+      EXPECT_EQ(a->ino(), ino);
       ASSERT_TRUE(fs()->RunMaintenance().ok());
-      EXPECT_TRUE(*ReadFile(fs(), *ino) == content);
+      EXPECT_TRUE(*ReadFile(fs(), ino) == content);
       ASSERT_TRUE(vol_.Remount().ok());
-      Result<std::string> got = ReadFile(fs(), *ino);
+      Result<std::string> got = ReadFile(fs(), ino);
       ASSERT_TRUE(got.ok()) << got.status().ToString();
       EXPECT_TRUE(*got == content) << "after a remount";
     }
@@ -704,11 +717,9 @@ TEST_F(DataTest, ALastCloseDuringAFailingUnlinkOrRenameKeepsTheData) {
       SCOPED_TRACE(std::string(op) + " failing at call " + std::to_string(fail_at));
       const std::string name = std::string(op) + "-race" + std::to_string(fail_at);
       const std::string content = Pattern(200000 + fail_at, 70 + fail_at);
-      Result<InodeId> ino = WriteFile(fs(), kRootInode, name, "");
-      ASSERT_TRUE(ino.ok());
-      ASSERT_TRUE(WriteFile(fs(), kRootInode, name + "-other", "x").ok());
-      FileSystem::Opened o = OpenRw(*ino);
-      ASSERT_TRUE(fs()->Write(o.fh, 0, {content.data(), content.size()}).ok());
+      InodeId ino{0};
+      FileSystem::Opened o;
+      ASSERT_NO_FATAL_FAILURE(OpenWithUnwrittenData(name, content, &ino, &o));
       std::thread closer;
       vol_.fault()->Arm({op}, fail_at, [&] {
         closer = std::thread([&] { (void)fs()->Release(o.fh); });
@@ -716,9 +727,7 @@ TEST_F(DataTest, ALastCloseDuringAFailingUnlinkOrRenameKeepsTheData) {
         // waits for the transaction is still waiting when it fails.
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       });
-      Status s = std::string(op) == "unlink"
-                     ? fs()->Unlink(Cred::Root(), kRootInode, name)
-                     : fs()->Rename(Cred::Root(), kRootInode, name + "-other", kRootInode, name, 0);
+      Status s = DropOnlyLink(op, name);
       const bool failed = vol_.fault()->fired();
       vol_.fault()->Disarm();
       if (closer.joinable()) closer.join();
@@ -731,13 +740,13 @@ TEST_F(DataTest, ALastCloseDuringAFailingUnlinkOrRenameKeepsTheData) {
       EXPECT_FALSE(s.ok());
       Result<Attr> a = fs()->Lookup(Cred::Root(), kRootInode, name);
       ASSERT_TRUE(a.ok()) << a.status().ToString();
-      EXPECT_EQ(a->ino(), *ino);
+      EXPECT_EQ(a->ino(), ino);
       ASSERT_TRUE(fs()->RunMaintenance().ok());
-      Result<std::string> now = ReadFile(fs(), *ino);
+      Result<std::string> now = ReadFile(fs(), ino);
       ASSERT_TRUE(now.ok()) << now.status().ToString();
       EXPECT_TRUE(*now == content);
       ASSERT_TRUE(vol_.Remount().ok());
-      Result<std::string> got = ReadFile(fs(), *ino);
+      Result<std::string> got = ReadFile(fs(), ino);
       ASSERT_TRUE(got.ok()) << got.status().ToString();
       EXPECT_TRUE(*got == content) << "after a remount";
     }
