@@ -8,7 +8,8 @@
 # and the live bytes (files in the mount). At the end every file is checked against an in-memory
 # model of its content, on the mount and again after unmount + remount (exit 1 on a mismatch or
 # an op error).
-import argparse, json, os, random, re, shutil, subprocess, sys, tempfile, threading, time
+import argparse, json, os, random, sys, threading, time
+from probe_volume import ProbeVolume
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ap = argparse.ArgumentParser(description="mixed-op soak of one fresh Folio FS mount")
 ap.add_argument("--seconds", type=float, default=110)
@@ -20,20 +21,8 @@ a = ap.parse_args()
 if a.seconds <= 0 or a.threads < 1: ap.error("--seconds and --threads must be positive")
 if not os.access(a.folio, os.X_OK): ap.error("no folio binary at %s (build it or pass --folio)" % a.folio)
 DIRS, SLOTS, KIB = 3, 96, 1024  # SLOTS names per thread, spread over the DIRS directories
-top = tempfile.mkdtemp(prefix="soak-probe.", dir=a.dir)
-meta, mnt, wal = top + "/meta.db", top + "/mnt", top + "/meta.db-wal"
-def fs(*args, check=True):
-    with open(top + "/fs.out", "w+") as f:  # a file, not a pipe: the daemon outlives the call
-        rc = subprocess.run([a.folio, "fs", *args], stdout=f, stderr=subprocess.STDOUT).returncode
-        f.seek(0); out = f.read().strip()
-    if rc and check: raise RuntimeError("folio fs %s failed (exit %d): %s" % (args[0], rc, out))
-    return out if check else rc
-def mount():
-    out = fs("mount", "sqlite:" + meta, mnt, "--daemon", "--log", top + "/log", "-o", "meta_sync=" + a.sync)
-    m = re.search(r"\(pid (\d+)", out)
-    if m: return int(m.group(1))
-    p = subprocess.run(["pgrep", "-f", "fs mount .*" + re.escape(mnt)], capture_output=True, text=True).stdout.split()
-    return int(p[0]) if p else None
+vol = ProbeVolume(a.folio, a.dir, "soak-probe", a.sync)
+top, mnt, wal = vol.top, vol.mnt, vol.wal
 def rss_mb(pid):
     try:
         with open("/proc/%d/status" % pid) as f:
@@ -123,11 +112,10 @@ def verify(tag):
             i = next((k for k in range(min(len(got), len(model[name]))) if got[k] != model[name][k]), min(len(got), len(model[name])))
             sys.exit("verify (%s): mismatch: %s: %d bytes, expected %d, first difference at %d" % (tag, name, len(got), len(model[name]), i))
     print("verify: %d files ok (%s)" % (len(model), tag)); sys.stdout.flush()
-mounted = ok = False; ts = []
+ok = False; ts = []
 try:
-    os.mkdir(mnt)
-    fs("format", "sqlite:" + meta, "v", "--storage", "dir:" + top + "/blocks")
-    pid = mount(); mounted = True
+    vol.format()
+    pid = vol.mount()
     for i in range(DIRS): os.mkdir("%s/d%d" % (mnt, i))
     print("soak-probe: %s, %d threads, %.0f s, meta_sync=%s, daemon pid %s, rss %.1f MB, fds %d" %
           (top, a.threads, a.seconds, a.sync, pid, rss_mb(pid), nfds(pid))); sys.stdout.flush()
@@ -153,17 +141,12 @@ try:
           (l[1], l[1] / l[0], len(errs), max(x[3] for x in samples) / 1e6, restarts(), f[5], l[5], max(x[5] for x in samples),
            f[6], l[6], tree_bytes(top + "/blocks") / 1e6, tree_bytes(mnt) / 1e6, len(model))); sys.stdout.flush()
     verify("mounted")
-    fs("umount", mnt); mounted = False
-    pid = mount(); mounted = True
+    vol.umount()
+    pid = vol.mount()
     verify("after remount")
     if errs: sys.exit("soak-probe: %d op errors, the first: %s" % (len(errs), errs[0]))
     ok = True
 finally:
     stop.set()
     for x in ts: x.join(10)
-    if mounted and fs("umount", mnt, check=False) and fs("umount", "--lazy", mnt, check=False):
-        print("soak-probe: could not unmount %s" % mnt, file=sys.stderr)
-    if not ok and os.path.exists(top + "/log"):
-        sys.stderr.write("soak-probe: mount log tail:\n" + "".join(open(top + "/log").readlines()[-20:]))
-    shutil.rmtree(top, ignore_errors=True)
-    if os.path.exists(top): print("soak-probe: could not remove %s" % top, file=sys.stderr)
+    vol.close(ok)

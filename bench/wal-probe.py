@@ -5,7 +5,8 @@
 # FILES create, rename, unlink in a new directory each round (1 thread, 1.2 s waits between
 # phases). Per round: ops/s per phase, meta.db-wal and meta.db size, .stats wal_frames and
 # wal_restarts; then the largest WAL and the final restarts.
-import argparse, json, os, re, shutil, subprocess, sys, tempfile, time
+import argparse, json, os, sys, time
+from probe_volume import ProbeVolume
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ap = argparse.ArgumentParser(description="WAL size over create/rename/unlink rounds on a fresh mount")
 ap.add_argument("--rounds", type=int, default=6)
@@ -16,24 +17,16 @@ ap.add_argument("--dir", default="/tmp", help="where to make the temp directory"
 a = ap.parse_args()
 if a.rounds < 1 or a.files < 1: ap.error("--rounds and --files must be at least 1")
 if not os.access(a.folio, os.X_OK): ap.error("no folio binary at %s (build it or pass --folio)" % a.folio)
-top = tempfile.mkdtemp(prefix="wal-probe.", dir=a.dir)
-meta, mnt, wal = top + "/meta.db", top + "/mnt", top + "/meta.db-wal"
-def fs(*args, check=True):
-    with open(top + "/fs.out", "w+") as f:  # a file, not a pipe: the daemon outlives the call
-        rc = subprocess.run([a.folio, "fs", *args], stdout=f, stderr=subprocess.STDOUT).returncode
-        f.seek(0); out = f.read().strip()
-    if rc and check: raise RuntimeError("folio fs %s failed (exit %d): %s" % (args[0], rc, out))
-    return rc
+vol = ProbeVolume(a.folio, a.dir, "wal-probe", a.sync)
+top, meta, mnt, wal = vol.top, vol.meta, vol.mnt, vol.wal
 def size(p): return os.path.getsize(p) if os.path.exists(p) else 0
 def stats():
     with open(mnt + "/.stats") as f:
         return json.load(f)["meta_ops"]
-mounted = ok = False
+ok = False
 try:
-    os.mkdir(mnt)
-    fs("format", "sqlite:" + meta, "v", "--storage", "dir:" + top + "/blocks")
-    fs("mount", "sqlite:" + meta, mnt, "--daemon", "--log", top + "/log", "-o", "meta_sync=" + a.sync)
-    mounted = True
+    vol.format()
+    vol.mount()
     print("wal-probe: %s, %d rounds x %d files, meta_sync=%s" % (top, a.rounds, a.files, a.sync)); sys.stdout.flush()
     def phase(fn):
         t = time.time()
@@ -54,10 +47,4 @@ try:
           (walmax / 1e6, walmax, stats()["wal_restarts"], size(meta) / 1e6))
     ok = True
 finally:
-    if mounted:
-        if fs("umount", mnt, check=False) and fs("umount", "--lazy", mnt, check=False):
-            print("wal-probe: could not unmount %s" % mnt, file=sys.stderr)
-    if not ok and os.path.exists(top + "/log"):
-        sys.stderr.write("wal-probe: mount log tail:\n" + "".join(open(top + "/log").readlines()[-20:]))
-    shutil.rmtree(top, ignore_errors=True)
-    if os.path.exists(top): print("wal-probe: could not remove %s" % top, file=sys.stderr)
+    vol.close(ok)
