@@ -455,6 +455,17 @@ bool FsBenchPhaseKnown(const std::string& prefix) {
   return false;
 }
 
+std::vector<std::string> FsBenchPllPhases() {
+  std::vector<std::string> names;
+  for (const IoPhase& p : IoPhases(1, 1 << 20, 1 << 20)) names.push_back(p.name);
+  for (const char* t : {"1t", "4t"}) {
+    for (const char* op : kMetadataOps) names.push_back(fmt::format("md-{}-{}", op, t));
+  }
+  names.push_back("smallfiles-write");  // RunSmall: the -nopack rows are Folio's alone
+  names.push_back("smallfiles-read");
+  return names;
+}
+
 uint64_t FsBenchCachedFileBytes(const FsBenchConfig& c) { return c.cache_bytes / 2; }
 uint64_t FsBenchLargeFileBytes(const FsBenchConfig& c) { return c.cache_bytes * 2; }
 

@@ -85,10 +85,18 @@ struct FsPhaseResult {
   double Median(const std::string& target) const;
 };
 
+// kMet only when every figure the target needs was measured and passes; kNotMet when a
+// measured one fails (even with others missing); else kNotMeasured (a --phases subset, a target
+// that produced no figure).
+enum class FsVerdict { kMet, kNotMet, kNotMeasured };
+
+// "met", "NOT met", "not measured".
+const char* FsVerdictName(FsVerdict v);
+
 struct FsTargetVerdict {
   std::string name;    // what the issue asks
-  bool met = false;
-  std::string detail;  // the measured figures behind the verdict
+  FsVerdict verdict = FsVerdict::kNotMeasured;
+  std::string detail;  // the measured figures behind the verdict, then what was not measured
 };
 
 struct FsBenchReport {
@@ -100,6 +108,9 @@ struct FsBenchReport {
 
 // A figure as the table shows it: "241", "8.7k", "1.13M"; "-" for 0.
 std::string FormatFsBenchValue(double v);
+// The phases of a full run (no --phases) that run on passthrough_ll, in their order: every
+// phase but Folio's smallfiles-*-nopack.
+std::vector<std::string> FsBenchPllPhases();
 // The issue's targets, judged from the medians.
 std::vector<FsTargetVerdict> JudgeTargets(const FsBenchReport& r);
 std::string FormatFsBenchTable(const FsBenchReport& r, const FsBenchConfig& c);

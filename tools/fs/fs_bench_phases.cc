@@ -11,8 +11,10 @@
 #include <cstring>
 #include <functional>
 #include <latch>
+#include <ranges>
 #include <thread>
 
+#include "base/check.h"
 #include "base/clock.h"
 #include "bench/engine.h"
 #include "bench/offsets.h"
@@ -353,6 +355,8 @@ Result<std::vector<std::pair<std::string, double>>> RunMetadataPhases(
   Status removed = run.RemoveAll();
   FOLIO_RETURN_IF_ERROR(s);
   FOLIO_RETURN_IF_ERROR(removed);
+  // The report's list of a full run's phases (FsBenchPllPhases) is built from kMetadataOps.
+  FOLIO_CHECK(std::ranges::equal(run.results() | std::views::keys, kMetadataOps));
   return run.results();
 }
 

@@ -47,6 +47,10 @@ std::vector<IoPhase> IoPhases(double runtime_s, uint64_t cached_bytes, uint64_t 
 Result<double> RunIoPhase(const IoPhase& phase, const std::string& file, const PhaseEnv& env,
                           const std::string& label, std::vector<std::string>* notes);
 
+// The ops RunMetadataPhases times, in its order.
+inline constexpr const char* kMetadataOps[] = {"mkdir",   "create", "stat",  "open+close",
+                                               "readdir", "rename", "unlink"};
+
 // mdtest's phases in `root` with `threads` threads over `entries` entries in all (all in one
 // directory, so readdir lists all of them): mkdir, create, stat, open+close, readdir, rename,
 // unlink. Each op stops at deadline_s (a slow target does fewer entries; the ops after create

@@ -1,5 +1,6 @@
 // `folio fs bench`'s report: the table with ratios and target verdicts, the JSON, the plot.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -17,33 +18,79 @@ const char* const kTargets[] = {kTargetFolio, kTargetExt4, kTargetPll};
 
 double Ratio(double a, double b) { return a > 0 && b > 0 ? a / b : 0; }
 
-const FsPhaseResult* Find(const FsBenchReport& r, const std::string& name) {
+// A target's median in a phase; 0 when the phase did not run or the target produced no figure.
+double PhaseMedian(const FsBenchReport& r, const std::string& phase, const char* target) {
   for (const FsPhaseResult& p : r.phases) {
-    if (p.name == name) return &p;
+    if (p.name == phase) return p.Median(target);
   }
-  return nullptr;
+  return 0;
 }
 
 std::string FormatRatio(double v) { return v > 0 ? fmt::format("{:.2f}x", v) : "-"; }
 
-// The per-row target: what the issue asks of this phase, met or not.
+// One figure: a ratio (0: not measured) that must be at least `min`.
+FsVerdict Judge(double ratio, double min) {
+  if (ratio <= 0) return FsVerdict::kNotMeasured;
+  return ratio >= min ? FsVerdict::kMet : FsVerdict::kNotMet;
+}
+
+// The per-row target: what the issue asks of this phase, met, not met or not measured.
 std::string RowTarget(const FsPhaseResult& p) {
   const double folio = p.Median(kTargetFolio);
   const double pll = p.Median(kTargetPll);
-  const double ext4 = p.Median(kTargetExt4);
   std::string s;
-  const bool md_rate = p.name.starts_with("md-create") || p.name.starts_with("md-stat") ||
-                       p.name.starts_with("md-unlink");
-  if (md_rate && pll > 0) {
-    s = Ratio(folio, pll) >= 1 ? ">=1x pll: met" : ">=1x pll: NOT met";
-  } else if (p.name.starts_with("randread-4k-cached") && ext4 > 0) {
-    s = Ratio(folio, ext4) >= 0.8 ? ">=0.8x ext4: met" : ">=0.8x ext4: NOT met";
+  if (p.name.starts_with("md-create") || p.name.starts_with("md-stat") ||
+      p.name.starts_with("md-unlink")) {
+    s = std::string(">=1x pll: ") + FsVerdictName(Judge(Ratio(folio, pll), 1));
+  } else if (p.name.starts_with("randread-4k-cached")) {
+    s = std::string(">=0.8x ext4: ") +
+        FsVerdictName(Judge(Ratio(folio, p.Median(kTargetExt4)), 0.8));
   }
   if (pll > 0 && folio > 0 && Ratio(folio, pll) < 0.5) {
     s += std::string(s.empty() ? "" : "; ") + "below 0.5x pll";
   }
   return s;
 }
+
+// A target's figures gathered one by one into its verdict (FsVerdict's rule).
+struct Tally {
+  int figures = 0;
+  bool failed = false;
+  std::vector<std::string> shown;    // the measured figures the detail lists
+  std::vector<std::string> missing;  // the figures not measured
+
+  // A figure `what`: a ratio (0: not measured) that must be at least `min`; `show` is how the
+  // detail lists it when measured ("": not listed).
+  void Add(const std::string& what, double ratio, double min, const std::string& show) {
+    ++figures;
+    const FsVerdict v = Judge(ratio, min);
+    if (v == FsVerdict::kNotMeasured) {
+      missing.push_back(what);
+      return;
+    }
+    failed = failed || v == FsVerdict::kNotMet;
+    if (!show.empty()) shown.push_back(show);
+  }
+
+  // The detail: `prefix` and the shown figures, then what was not measured, named, or counted
+  // in `noun` when there are many.
+  FsTargetVerdict Verdict(std::string name, const std::string& prefix = "",
+                          const char* noun = "figures") const {
+    FsTargetVerdict v{std::move(name),
+                      failed            ? FsVerdict::kNotMet
+                      : missing.empty() ? FsVerdict::kMet
+                                        : FsVerdict::kNotMeasured,
+                      ""};
+    if (!shown.empty()) v.detail = prefix + fmt::format("{}", fmt::join(shown, ", "));
+    if (!missing.empty()) {
+      v.detail += (v.detail.empty() ? "" : "; ") + std::string("not measured: ") +
+                  (missing.size() <= 6 ? fmt::format("{}", fmt::join(missing, ", "))
+                                       : fmt::format("{} of {} {}", missing.size(), figures,
+                                                     noun));
+    }
+    return v;
+  }
+};
 
 }  // namespace
 
@@ -62,56 +109,64 @@ double FsPhaseResult::Median(const std::string& target) const {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+const char* FsVerdictName(FsVerdict v) {
+  switch (v) {
+    case FsVerdict::kMet: return "met";
+    case FsVerdict::kNotMet: return "NOT met";
+    case FsVerdict::kNotMeasured: return "not measured";
+  }
+  return "?";
+}
+
 std::vector<FsTargetVerdict> JudgeTargets(const FsBenchReport& r) {
   std::vector<FsTargetVerdict> out;
   {
-    FsTargetVerdict v{"create / stat / unlink at least passthrough_ll's rate", true, ""};
+    Tally t;
     for (const char* op : {"create", "stat", "unlink"}) {
-      for (const char* t : {"1t", "4t"}) {
-        const FsPhaseResult* p = Find(r, fmt::format("md-{}-{}", op, t));
-        if (p == nullptr) continue;
-        const double ratio = Ratio(p->Median(kTargetFolio), p->Median(kTargetPll));
-        v.met = v.met && ratio >= 1;
-        v.detail += fmt::format("{}{} {} {:.3f}x", v.detail.empty() ? "" : ", ", op, t, ratio);
+      for (const char* th : {"1t", "4t"}) {
+        const std::string phase = fmt::format("md-{}-{}", op, th);
+        const std::string what = fmt::format("{} {}", op, th);
+        const double ratio =
+            Ratio(PhaseMedian(r, phase, kTargetFolio), PhaseMedian(r, phase, kTargetPll));
+        t.Add(what, ratio, 1, fmt::format("{} {:.3f}x", what, ratio));
       }
     }
-    out.push_back(v);
+    out.push_back(t.Verdict("create / stat / unlink at least passthrough_ll's rate"));
   }
   {
-    const FsPhaseResult* on = Find(r, "smallfiles-write");
-    const FsPhaseResult* off = Find(r, "smallfiles-write-nopack");
-    FsTargetVerdict v{"small files written with packing at least 2x without", false, ""};
-    if (on != nullptr && off != nullptr) {
-      const double a = on->Median(kTargetFolio), b = off->Median(kTargetFolio);
-      v.met = Ratio(a, b) >= 2;
-      v.detail = fmt::format("{:.0f} vs {:.0f} files/s: {:.2f}x", a, b, Ratio(a, b));
+    Tally t;
+    const double a = PhaseMedian(r, "smallfiles-write", kTargetFolio),
+                 b = PhaseMedian(r, "smallfiles-write-nopack", kTargetFolio);
+    t.Add("smallfiles-write vs smallfiles-write-nopack", Ratio(a, b), 2,
+          fmt::format("{:.0f} vs {:.0f} files/s: {:.2f}x", a, b, Ratio(a, b)));
+    out.push_back(t.Verdict("small files written with packing at least 2x without"));
+  }
+  {
+    Tally t;
+    for (const char* th : {"1t", "4t"}) {
+      const std::string phase = fmt::format("randread-4k-cached-{}", th);
+      const double ratio =
+          Ratio(PhaseMedian(r, phase, kTargetFolio), PhaseMedian(r, phase, kTargetExt4));
+      t.Add(th, ratio, 0.8, fmt::format("{} {:.3f}x", th, ratio));
     }
-    out.push_back(v);
+    out.push_back(t.Verdict("cached 4 KiB random reads at least 0.8x ext4"));
   }
   {
-    FsTargetVerdict v{"cached 4 KiB random reads at least 0.8x ext4", true, ""};
-    for (const char* t : {"1t", "4t"}) {
-      const FsPhaseResult* p = Find(r, fmt::format("randread-4k-cached-{}", t));
-      if (p == nullptr) continue;
-      const double ratio = Ratio(p->Median(kTargetFolio), p->Median(kTargetExt4));
-      v.met = v.met && ratio >= 0.8;
-      v.detail += fmt::format("{}{} {:.3f}x", v.detail.empty() ? "" : ", ", t, ratio);
-    }
-    out.push_back(v);
-  }
-  {
-    FsTargetVerdict v{"no phase below 0.5x passthrough_ll", true, ""};
+    // Every phase of a full run that has a passthrough_ll figure, and any other that has one.
+    std::vector<std::string> phases = FsBenchPllPhases();
     for (const FsPhaseResult& p : r.phases) {
-      const double pll = p.Median(kTargetPll);
-      if (pll <= 0) continue;
-      const double ratio = Ratio(p.Median(kTargetFolio), pll);
-      if (ratio < 0.5) {
-        v.met = false;
-        v.detail += fmt::format("{}{} {:.2f}x", v.detail.empty() ? "below: " : ", ", p.name,
-                                ratio);
+      if (p.Median(kTargetPll) > 0 && std::ranges::find(phases, p.name) == phases.end()) {
+        phases.push_back(p.name);
       }
     }
-    if (v.met) v.detail = "every phase at 0.5x or more";
+    Tally t;
+    for (const std::string& phase : phases) {
+      const double ratio =
+          Ratio(PhaseMedian(r, phase, kTargetFolio), PhaseMedian(r, phase, kTargetPll));
+      t.Add(phase, ratio, 0.5, ratio < 0.5 ? fmt::format("{} {:.2f}x", phase, ratio) : "");
+    }
+    FsTargetVerdict v = t.Verdict("no phase below 0.5x passthrough_ll", "below: ", "phases");
+    if (v.verdict == FsVerdict::kMet) v.detail = "every phase at 0.5x or more";
     out.push_back(v);
   }
   return out;
@@ -147,7 +202,7 @@ std::string FormatFsBenchTable(const FsBenchReport& r, const FsBenchConfig& c) {
   }
   out += "\ntargets (measured, not asserted):\n";
   for (const FsTargetVerdict& v : JudgeTargets(r)) {
-    out += fmt::format("  {:<56} {:<8} {}\n", v.name, v.met ? "met" : "NOT met", v.detail);
+    out += fmt::format("  {:<56} {:<12} {}\n", v.name, FsVerdictName(v.verdict), v.detail);
   }
   out += "\nfairness:\n";
   for (const std::string& f : r.fairness) out += "  - " + f + "\n";
@@ -201,7 +256,10 @@ std::string FsBenchJson(const FsBenchReport& r, const FsBenchConfig& c) {
   root["phases"] = phases;
   nlohmann::ordered_json targets = nlohmann::ordered_json::array();
   for (const FsTargetVerdict& v : JudgeTargets(r)) {
-    targets.push_back({{"target", v.name}, {"met", v.met}, {"detail", v.detail}});
+    targets.push_back({{"target", v.name},
+                       {"met", v.verdict == FsVerdict::kMet},
+                       {"verdict", FsVerdictName(v.verdict)},
+                       {"detail", v.detail}});
   }
   root["targets"] = targets;
   root["fairness"] = r.fairness;
