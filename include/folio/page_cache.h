@@ -174,6 +174,9 @@ struct PageCacheStats {
   uint64_t readahead_hit_pages = 0;     // pages read ahead and later read by the user
   uint64_t evictions = 0;
   uint64_t evicted_dirty = 0;           // evictions that first had to write back
+  // Evictions of referenced large folios whose reads touched few of their pages (reclaim's
+  // sparse rule, src/cache/page_state.h kSparseShare); also in evictions.
+  uint64_t sparse_evictions = 0;
   uint64_t writeback_requests = 0;      // requests sent to devices by writeback
   uint64_t writeback_bytes = 0;
   HistogramSnapshot writeback_request_bytes;

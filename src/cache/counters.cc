@@ -41,6 +41,7 @@ void CacheCounters::Snapshot(PageCacheStats* out) const {
   out->evictions = 0;
   for (int o = 0; o < kNumOrders; ++o) out->evictions += out->orders[o].evictions;
   out->evicted_dirty = load(evicted_dirty);
+  out->sparse_evictions = load(sparse_evictions);
   out->writeback_requests = load(writeback_requests);
   out->writeback_bytes = load(writeback_bytes);
   out->writeback_request_bytes = writeback_request_bytes.Snapshot();

@@ -41,6 +41,7 @@ class CacheCounters {
   Counter readahead_windows{0};
   Counter readahead_async{0};
   Counter evicted_dirty{0};
+  Counter sparse_evictions{0};
   Counter writeback_requests{0};
   Counter writeback_bytes{0};
   Counter throttled_writes{0};

@@ -2,7 +2,7 @@
 // iomap's iomap_folio_state but without an allocation per folio. A folio of order k owns the
 // frames [frame, frame + 2^k), aligned to 2^k, so its bits are a run inside one 64-bit word
 // (k <= 6) or 2^(k-6) whole words (k = 7..9): a split or a free moves nothing, and the 64-byte
-// descriptor stays as it is. Four bitmaps of (memory / 4 KiB) bits each (a 1 GiB cache: 4 x 32
+// descriptor stays as it is. Six bitmaps of (memory / 4 KiB) bits each (a 1 GiB cache: 6 x 32
 // KiB):
 //
 //   dirty      the page is newer than the device; writeback writes runs of these pages only
@@ -10,11 +10,17 @@
 //              (which means "every page"), so full folios never touch it
 //   error      the page's last writeback failed and nothing has written it over since
 //   writeback  the page is being written: a writer must not change it until the write is done
+//   referenced a read hit this page of a large folio (order >= kSparseMinOrder) since reclaim
+//              last looked at the folio
+//   reread     ... and read it again: reclaim evicts a large folio whose reads since its last
+//              look went to a few pages read over and over (SparselyReferenced, reclaim.cc)
 //
 // Who may change what (the folio lock of the folio owning the frames, unless noted):
 //   dirty, error, uptodate   under the folio lock; writeback completion sets error bits of
 //                            pages it holds in writeback (no writer touches those)
 //   writeback                set by writeback under the folio lock, cleared by its completion
+//   referenced, reread       set by read hits (no lock), counted and cleared by reclaim under
+//                            lru_mu_, cleared for a folio's frames when it is allocated
 // Every bit is atomic, so neighbouring small folios sharing a word never race. A free frame
 // has clear dirty, error and writeback bits (FreeFolio checks / clears them).
 //
@@ -32,6 +38,17 @@
 #include "folio/arena.h"
 
 namespace folio::cache {
+
+// Large folios whose pages read hits mark (PageState::referenced, reread): 64 KiB and up.
+// Reclaim evicts such a folio, although it was referenced, when its reads since the last look
+// went to fewer than 1 in kSparseShare of its pages and some of those were read again: a few
+// hot 4 KiB pages scattered over a file must not keep the 2 MiB folios around them resident
+// (what made `dynamic` hit less than `4k` on zipf reads of a file twice the cache); the hot
+// pages come back as small folios at their next miss, which the dynamic policy sizes for a
+// random reader. Reads that never return to a page (fio's random map, a scan) leave the folio
+// alone: its unread pages are as likely to be read next as anything a miss would bring in.
+inline constexpr int kSparseMinOrder = 4;
+inline constexpr uint32_t kSparseShare = 8;
 
 // Up to 512 pages of one folio, page 0 = the folio's first page.
 struct PageMask {
@@ -89,16 +106,19 @@ class FrameBitmap {
   std::unique_ptr<std::atomic<uint64_t>[]> words_;
 };
 
-// The four bitmaps, with helpers that take a folio and pages relative to it.
+// The six bitmaps, with helpers that take a folio and pages relative to it.
 class PageState {
  public:
   explicit PageState(uint32_t frames)
-      : dirty(frames), uptodate(frames), error(frames), writeback(frames) {}
+      : dirty(frames), uptodate(frames), error(frames), writeback(frames), referenced(frames),
+        reread(frames) {}
 
   FrameBitmap dirty;
   FrameBitmap uptodate;
   FrameBitmap error;
   FrameBitmap writeback;
+  FrameBitmap referenced;
+  FrameBitmap reread;
 };
 
 }  // namespace folio::cache

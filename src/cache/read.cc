@@ -69,6 +69,19 @@ Result<size_t> AddressSpaceImpl::Read(uint64_t pos, std::span<char> out) {
     }
     CopyFromFolio(f, cache_->Data(f) + off, out.data() + done, c);
     if (!(flags & kFolioReferenced)) f->SetFlag(kFolioReferenced);
+    if (order >= kSparseMinOrder) {
+      // Which pages of a large folio are read, and read again (reclaim's sparse rule); a load
+      // or two when they are marked already.
+      const uint32_t first = f->frame + static_cast<uint32_t>(off >> kPageShift);
+      const uint32_t pn =
+          static_cast<uint32_t>(((off + c - 1) >> kPageShift) - (off >> kPageShift) + 1);
+      PageState& ps = cache_->pages();
+      if (!ps.referenced.All(first, pn)) {
+        ps.referenced.Set(first, pn);
+      } else if (!ps.reread.All(first, pn)) {
+        ps.reread.Set(first, pn);
+      }
+    }
     bool marked = false;
     if (flags & (kFolioReadahead | kFolioRaUnused)) [[unlikely]] {
       uint32_t old = f->flags.fetch_and(~(kFolioReadahead | kFolioRaUnused),

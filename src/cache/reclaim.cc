@@ -1,8 +1,10 @@
 // PageCacheImpl: folio allocation with reclaim, the LRU clock, freeing.
 //
 // Reclaim walks the LRU from its cold end under lru_mu_: a referenced folio loses its bit and
-// goes to the hot end (second chance); a clean, unlocked folio nobody else holds is frozen
-// (refcount 1 -> 0, under its address space's mutex taken with try_lock), removed from the
+// goes to the hot end (second chance), unless it is a large folio whose reads since the last
+// look went to a few of its pages, read over and over (page_state.h kSparseShare): that one is
+// evicted as if unreferenced (sparse_evictions). A clean, unlocked folio nobody else holds is
+// frozen (refcount 1 -> 0, under its address space's mutex taken with try_lock), removed from the
 // index and freed, folio by folio; a dirty folio is passed over on the clean pass. Only when a
 // pass freed too little does reclaim write back a batch of cold dirty folios (through their
 // address spaces' writeback, so pending zero ranges still go first) and then evict them.
@@ -24,21 +26,36 @@ namespace {
 
 constexpr uint64_t kAllocPatienceNs = 20ull * 1000000000ull;
 
+// A referenced large folio whose read hits since the last look (the page bits, cleared here)
+// went to fewer than 1 in kSparseShare of its pages, some of them read again (page_state.h).
+// A folio with no page bits was referenced some other way (a collapse keeps the folio's bit,
+// not the pages'): not sparse.
+bool SparselyReferenced(PageState& ps, const Folio* f) {
+  if (f->order < kSparseMinOrder) return false;
+  const uint32_t nr = static_cast<uint32_t>(f->nr_pages());
+  const uint32_t read = ps.referenced.Clear(f->frame, nr);
+  const uint32_t reread = ps.reread.Clear(f->frame, nr);
+  return reread > 0 && read * kSparseShare < nr;
+}
+
 }  // namespace
 
 Result<Folio*> PageCacheImpl::AllocFolio(int order, int min_order, AllocMode mode) {
   if (mode != AllocMode::kNoReclaim) RankAssertNoneFrom(LockRank::kWriteback);
   // Reads' and writes' requests (not collapse's) are counted once they got a folio.
-  auto served = [&](int got) {
+  auto served = [&](Folio* f, int got) {
     if (mode != AllocMode::kNoReclaim) CacheCounters::Add(counters_.requests[order]);
     if (got < order) {
       arena_->NoteFallback(order);
       CacheCounters::Add(counters_.fallbacks[order]);
     }
+    // Its pages start unread (reclaim's sparse rule): frames keep their bits when freed.
+    page_state_.referenced.Clear(f->frame, static_cast<uint32_t>(f->nr_pages()));
+    page_state_.reread.Clear(f->frame, static_cast<uint32_t>(f->nr_pages()));
   };
   Result<Folio*> r = arena_->Alloc(order);
   if (r.ok()) {
-    served(order);
+    served(*r, order);
     return r;
   }
   const size_t target = std::max<size_t>(OrderBytes(order), memory_bytes() / 64);
@@ -46,7 +63,7 @@ Result<Folio*> PageCacheImpl::AllocFolio(int order, int min_order, AllocMode mod
     Reclaim(target, mode);
     r = arena_->Alloc(order);
     if (r.ok()) {
-      served(order);
+      served(*r, order);
       return r;
     }
     // Free memory is there but in pieces: build the block instead of falling back, and have
@@ -59,7 +76,7 @@ Result<Folio*> PageCacheImpl::AllocFolio(int order, int min_order, AllocMode mod
       if (f != nullptr) {
         CacheCounters::Add(counters_.compact_successes);
         CacheCounters::Add(counters_.compacted[order]);
-        served(order);
+        served(f, order);
         return f;
       }
     }
@@ -67,7 +84,7 @@ Result<Folio*> PageCacheImpl::AllocFolio(int order, int min_order, AllocMode mod
   for (int o = order - 1; o >= min_order; --o) {
     r = arena_->Alloc(o);
     if (r.ok()) {
-      served(o);
+      served(*r, o);
       return r;
     }
   }
@@ -80,7 +97,7 @@ Result<Folio*> PageCacheImpl::AllocFolio(int order, int min_order, AllocMode mod
     Reclaim(target, AllocMode::kMayReclaim);
     r = arena_->Alloc(min_order);
     if (r.ok()) {
-      served(min_order);
+      served(*r, min_order);
       return r;
     }
     if (SystemClock().NowNs() > deadline_ns) {
@@ -148,10 +165,14 @@ size_t PageCacheImpl::ReclaimClean(size_t target_bytes, size_t* dirty_seen) {
     Folio* f = lru_.head();
     if (f == nullptr) break;
     uint32_t flags = f->flags.load(std::memory_order_acquire);
+    bool sparse = false;
     if (flags & kFolioReferenced) {
       f->ClearFlag(kFolioReferenced);
-      lru_.Rotate(f);
-      continue;
+      sparse = SparselyReferenced(page_state_, f);
+      if (!sparse) {
+        lru_.Rotate(f);
+        continue;
+      }
     }
     if ((flags & (kFolioLocked | kFolioWriteback)) ||
         f->refcount.load(std::memory_order_acquire) != 1) {
@@ -190,6 +211,7 @@ size_t PageCacheImpl::ReclaimClean(size_t target_bytes, size_t* dirty_seen) {
     lru_.Remove(f);
     CacheCounters::Add(counters_.evictions[order]);
     if (flags & kFolioReclaimWb) CacheCounters::Add(counters_.evicted_dirty);
+    if (sparse) CacheCounters::Add(counters_.sparse_evictions);
     FreeFolio(f);
     freed += OrderBytes(order);
   }

@@ -36,6 +36,7 @@ Json CacheJson(const PageCacheStats& s) {
   j["readahead_hit_pages"] = s.readahead_hit_pages;
   j["evictions"] = s.evictions;
   j["evicted_dirty"] = s.evicted_dirty;
+  j["sparse_evictions"] = s.sparse_evictions;
   j["throttled_writes"] = s.throttled_writes;
   j["writeback_requests"] = s.writeback_requests;
   j["writeback_bytes"] = s.writeback_bytes;

@@ -399,6 +399,7 @@ PageCacheStats DiffCacheStats(const PageCacheStats& after, const PageCacheStats&
   d.readahead_hit_pages -= before.readahead_hit_pages;
   d.evictions -= before.evictions;
   d.evicted_dirty -= before.evicted_dirty;
+  d.sparse_evictions -= before.sparse_evictions;
   d.writeback_requests -= before.writeback_requests;
   d.writeback_bytes -= before.writeback_bytes;
   d.throttled_writes -= before.throttled_writes;

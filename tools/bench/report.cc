@@ -124,6 +124,9 @@ std::string FolioLine(const RunResult& r) {
     }
     s += ", fallbacks " + FormatCount(fallbacks) + ", evictions " +
          FormatCount(f.cache.evictions);
+    if (f.cache.sparse_evictions != 0) {
+      s += " (" + FormatCount(f.cache.sparse_evictions) + " sparse)";
+    }
     if (f.cache.compact_attempts != 0) {
       s += ", compaction " + FormatCount(f.cache.compact_successes) + "/" +
            FormatCount(f.cache.compact_attempts) + " (" +
@@ -190,6 +193,7 @@ Json FolioJson(const FolioRunStats& f) {
                   {"readahead_async", c.readahead_async},
                   {"readahead_hit_pages", c.readahead_hit_pages}, {"evictions", c.evictions},
                   {"evicted_dirty", c.evicted_dirty},
+                  {"sparse_evictions", c.sparse_evictions},
                   {"writeback_requests", c.writeback_requests},
                   {"writeback_bytes", c.writeback_bytes},
                   {"throttled_writes", c.throttled_writes},
@@ -403,7 +407,9 @@ std::string FormatLegend() {
          "  hits/misses   lookups served by a resident folio / folios created for a miss; "
          "resident: bytes per folio size at the end;\n"
          "                readahead windows issued; writeback requests and their mean size; "
-         "fallbacks: large folios the arena could not serve\n";
+         "fallbacks: large folios the arena could not serve;\n"
+         "                evictions (N sparse: referenced large folios whose reads went to a few "
+         "pages, evicted anyway)\n";
 }
 
 Json ResultsJson(const std::vector<RunResult>& runs, uint64_t cache_bytes) {
