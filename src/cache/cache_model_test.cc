@@ -187,7 +187,7 @@ class CacheModel {
   struct Seen {
     uint64_t large_allocs = 0, splits = 0, collapses = 0, pages_not_read = 0, partial_fills = 0;
     uint64_t stream_folios = 0;
-    uint64_t evictions = 0, evicted_dirty = 0;
+    uint64_t evictions = 0, evicted_dirty = 0, sparse_evictions = 0;
     uint64_t compactions = 0, compact_migrated = 0, compact_evicted = 0;
     uint64_t caches_opened = 0;
     uint64_t background_caches = 0, background_attempts = 0, background_blocks = 0;
@@ -694,6 +694,7 @@ void CacheModel::AddStats(const PageCacheStats& s, Seen* seen) const {
   seen->stream_folios += s.write_stream_folios;
   seen->evictions += s.evictions;
   seen->evicted_dirty += s.evicted_dirty;
+  seen->sparse_evictions += s.sparse_evictions;
   seen->partial_fills += s.partial_read_fills;
   seen->compactions += s.compact_successes;
   seen->compact_migrated += s.compact_migrated_folios;
@@ -719,6 +720,10 @@ std::vector<std::string> CacheModel::NotShownYet() const {
   need(seen.stream_folios > 0, "no sequential write stream grew a folio");
   need(seen.partial_fills > 0, "nobody read a partly up-to-date folio");
   need(seen.evictions > 0, "reclaim never evicted a folio");
+  // The hot mix rereads a few pages of large folios under pressure (reclaim.cc's sparse rule).
+  if (p_.mix == Mix::kHot) {
+    need(seen.sparse_evictions > 0, "reclaim never evicted a sparsely read large folio");
+  }
   if (ReclaimWritesBack()) {
     need(seen.evicted_dirty > 0, "reclaim never had to write back a dirty folio");
   }
