@@ -140,5 +140,29 @@ else
 fi
 if nothing_left; then ok "SIGINT: nothing mounted, temp directory removed"; else fail "SIGINT: left behind"; fi
 
+# 4. passthrough_ll keeps a descriptor per inode and inherits the bench's limit; each run's small
+#    files stay. With a soft limit below what two runs need, the second run's flush failed
+#    ("close: Bad file descriptor"). The bench raises the soft limit to the hard one.
+if (ulimit -Sn 400 && "$FOLIO" fs bench --quick --json --dir "$T" --phases smallfiles \
+      --small-files 300 --md-files 10 --repeat 2 >"$T/fd.json" 2>"$T/fd.err") &&
+   python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); p = {x["phase"]: x for x in r["phases"]}; sys.exit(0 if p["smallfiles-read"]["values"].get("passthrough_ll", 0) > 0 else 1)' "$T/fd.json"
+then ok "--repeat 2 with a soft open-files limit below its need: raised, passthrough_ll measured"
+else fail "--repeat 2, ulimit -Sn 400: $(tail -2 "$T/fd.err")"; fi
+# 5. A hard limit below the need (and no CAP_SYS_RESOURCE to raise it, or above fs.nr_open):
+#    one line naming the limit and the fix, exit 1, before anything is built or mounted.
+#    setpriv drops CAP_SYS_RESOURCE, with which root may raise a hard limit.
+if (ulimit -n 400 && exec setpriv --bounding-set=-sys_resource -- "$FOLIO" fs bench --quick \
+      --dir "$T" --phases smallfiles --small-files 1000 --md-files 10 >"$T/fd2.out" 2>"$T/fd2.err"); then
+  fail "a limit below the need: exit 0"
+else
+  rc=$?
+  if [ "$rc" -eq 1 ] && grep -q "ulimit -n" "$T/fd2.err" && ! grep -q "passthrough_ll:" "$T/fd2.err"; then
+    ok "a limit below the need: exit 1, names ulimit -n"
+  else
+    fail "a limit below the need: exit $rc: $(cat "$T/fd2.err")"
+  fi
+fi
+if nothing_left; then ok "open-files limit: nothing mounted, temp directory removed"; else fail "open-files limit: left behind"; fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -4,6 +4,7 @@
 
 #include <linux/magic.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -166,8 +167,35 @@ FsPhaseResult& FsBench::Phase(const std::string& name, const std::string& group,
   return report_.phases.back();
 }
 
+// passthrough_ll holds a descriptor for every inode the kernel knows (O_PATH) and for every
+// open file, and inherits this process's limit. The small files of every repetition stay, so a
+// run needs about --small-files x --repeat + --md-files of them: `--repeat 2` with a soft limit
+// of 20000 failed in its second run with "close: Bad file descriptor" (its flush is
+// close(dup(fd)), and dup hit EMFILE). The soft limit goes up to the hard one, and as root the
+// hard one up to fs.nr_open; a limit still too low is one line before anything starts.
+Status RaiseFdLimit(uint64_t need) {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return Status::FromErrno(errno, "getrlimit");
+  if (lim.rlim_cur >= need) return Status::OK();
+  rlimit want = lim;
+  if (::geteuid() == 0 && lim.rlim_max != RLIM_INFINITY && lim.rlim_max < need) {
+    uint64_t nr_open = 0;
+    std::ifstream in("/proc/sys/fs/nr_open");
+    if (in >> nr_open && nr_open > lim.rlim_max) want.rlim_max = std::min<uint64_t>(nr_open, need);
+  }
+  want.rlim_cur = want.rlim_max == RLIM_INFINITY ? need : std::min<uint64_t>(want.rlim_max, need);
+  if (::setrlimit(RLIMIT_NOFILE, &want) != 0) want = lim;
+  if (want.rlim_cur >= need) return Status::OK();
+  return Status::FromErrno(
+      EMFILE, fmt::format("passthrough_ll needs about {} open files (--small-files x --repeat "
+                          "+ --md-files) and the limit is {}: raise it (ulimit -n) or lower "
+                          "--small-files / --repeat",
+                          need, static_cast<uint64_t>(want.rlim_cur)));
+}
+
 Status FsBench::Setup() {
   const std::string w = work_->path();
+  FOLIO_RETURN_IF_ERROR(RaiseFdLimit(uint64_t{c_.small_files} * c_.repeat + c_.md_files + 1024));
   std::string pll = c_.passthrough_ll;
   if (pll.empty()) {
     const std::string script = std::string(FOLIO_BENCH_SCRIPT_DIR) + "/build-passthrough-ll.sh";
