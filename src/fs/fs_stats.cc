@@ -56,6 +56,8 @@ nlohmann::ordered_json CacheJson(const PageCacheStats& c) {
   j["writeback_requests"] = c.writeback_requests;
   j["writeback_bytes"] = c.writeback_bytes;
   j["evictions"] = c.evictions;
+  j["evicted_dirty"] = c.evicted_dirty;
+  j["sparse_evictions"] = c.sparse_evictions;
   j["throttled_writes"] = c.throttled_writes;
   return j;
 }

@@ -87,6 +87,10 @@ TEST_F(FsAdapterTest, StatsIsFoundReadableAndNotListed) {
   nlohmann::json j = nlohmann::json::parse(text);
   EXPECT_EQ(j["volume"], "testvol");
   EXPECT_TRUE(j["page_cache"]["orders"].is_array());
+  // The eviction counters folio export's .stats shows (the sparse rule's among them).
+  for (const char* k : {"evictions", "evicted_dirty", "sparse_evictions"}) {
+    EXPECT_TRUE(j["page_cache"][k].is_number_unsigned()) << k;
+  }
   EXPECT_TRUE(j["meta_ops"]["ops"].is_object());
   ASSERT_TRUE(adapter_->Release(e->attr.ino, o->fh).ok());
   EXPECT_EQ(adapter_->Create(kRootInode, ".stats", S_IFREG | 0644, O_RDWR | O_CREAT).status().ToErrno(),
