@@ -329,10 +329,7 @@ bool AddressSpaceImpl::MoveForCompaction(Folio* f, Folio* dst) {
       ps.dirty.ClearMask(f->frame, nr, dirty);
     }
     // The pages read since reclaim last looked (its sparse rule), as they were.
-    for (FrameBitmap* b : {&ps.referenced, &ps.reread}) {
-      b->Clear(dst->frame, nr);
-      b->SetMask(dst->frame, nr, b->Get(f->frame, nr));
-    }
+    ps.MoveReads(f->frame, dst->frame, nr);
     dst->flags.store(flags & kMigratedFlags, std::memory_order_relaxed);
     dst->owner.store(this, std::memory_order_relaxed);
     dst->index.store(index, std::memory_order_relaxed);

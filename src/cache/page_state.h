@@ -119,6 +119,36 @@ class PageState {
   FrameBitmap writeback;
   FrameBitmap referenced;
   FrameBitmap reread;
+
+  // Reclaim's sparse rule (kSparseMinOrder), the one place each of its steps is spelled out:
+  // a read hit on frames [first, first + n) of a large folio marks them read, or read again
+  // when all are marked already (a load or two when both are).
+  void NoteRead(uint32_t first, uint32_t n) {
+    if (!referenced.All(first, n)) {
+      referenced.Set(first, n);
+    } else if (!reread.All(first, n)) {
+      reread.Set(first, n);
+    }
+  }
+  // A fresh folio's pages start unread (frames keep their bits when freed).
+  void ForgetReads(uint32_t frame, uint32_t n) {
+    referenced.Clear(frame, n);
+    reread.Clear(frame, n);
+  }
+  // Compaction moved a folio from `from` to `to`: its pages' reads go with it.
+  void MoveReads(uint32_t from, uint32_t to, uint32_t n) {
+    for (FrameBitmap* b : {&referenced, &reread}) {
+      b->Clear(to, n);
+      b->SetMask(to, n, b->Get(from, n));
+    }
+  }
+  // Counts and clears the reads of a folio's n pages since the last look: true when they went
+  // to fewer than 1 in kSparseShare of them and some were read again.
+  bool TakeSparse(uint32_t frame, uint32_t n) {
+    const uint32_t read = referenced.Clear(frame, n);
+    const uint32_t again = reread.Clear(frame, n);
+    return again > 0 && read * kSparseShare < n;
+  }
 };
 
 }  // namespace folio::cache

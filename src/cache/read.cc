@@ -48,10 +48,11 @@ Result<size_t> AddressSpaceImpl::Read(uint64_t pos, std::span<char> out) {
     const uint64_t folio_index = f->index.load(std::memory_order_relaxed);
     const uint64_t off = p - (folio_index << kPageShift);
     const uint64_t c = std::min(n - done, OrderBytes(order) - off);
+    // The folio's pages this read copies: [pa, pa + pn).
+    const uint32_t pa = static_cast<uint32_t>(off >> kPageShift);
+    const uint32_t pn = static_cast<uint32_t>(((off + c + kPageBytes - 1) >> kPageShift) - pa);
     if (!(flags & kFolioUptodate)) [[unlikely]] {
       // Partly up to date (a write left pages unread), being read, or a failed read.
-      const uint32_t pa = static_cast<uint32_t>(off >> kPageShift);
-      const uint32_t pn = static_cast<uint32_t>(((off + c + kPageBytes - 1) >> kPageShift) - pa);
       if (flags & kFolioError) {
         cache_->PutFolio(f);
         RemoveStale(idx);  // a failed read: read it again ourselves
@@ -69,19 +70,8 @@ Result<size_t> AddressSpaceImpl::Read(uint64_t pos, std::span<char> out) {
     }
     CopyFromFolio(f, cache_->Data(f) + off, out.data() + done, c);
     if (!(flags & kFolioReferenced)) f->SetFlag(kFolioReferenced);
-    if (order >= kSparseMinOrder) {
-      // Which pages of a large folio are read, and read again (reclaim's sparse rule); a load
-      // or two when they are marked already.
-      const uint32_t first = f->frame + static_cast<uint32_t>(off >> kPageShift);
-      const uint32_t pn =
-          static_cast<uint32_t>(((off + c - 1) >> kPageShift) - (off >> kPageShift) + 1);
-      PageState& ps = cache_->pages();
-      if (!ps.referenced.All(first, pn)) {
-        ps.referenced.Set(first, pn);
-      } else if (!ps.reread.All(first, pn)) {
-        ps.reread.Set(first, pn);
-      }
-    }
+    // Which pages of a large folio are read, and read again (reclaim's sparse rule).
+    if (order >= kSparseMinOrder) cache_->pages().NoteRead(f->frame + pa, pn);
     bool marked = false;
     if (flags & (kFolioReadahead | kFolioRaUnused)) [[unlikely]] {
       uint32_t old = f->flags.fetch_and(~(kFolioReadahead | kFolioRaUnused),

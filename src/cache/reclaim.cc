@@ -32,10 +32,7 @@ constexpr uint64_t kAllocPatienceNs = 20ull * 1000000000ull;
 // not the pages'): not sparse.
 bool SparselyReferenced(PageState& ps, const Folio* f) {
   if (f->order < kSparseMinOrder) return false;
-  const uint32_t nr = static_cast<uint32_t>(f->nr_pages());
-  const uint32_t read = ps.referenced.Clear(f->frame, nr);
-  const uint32_t reread = ps.reread.Clear(f->frame, nr);
-  return reread > 0 && read * kSparseShare < nr;
+  return ps.TakeSparse(f->frame, static_cast<uint32_t>(f->nr_pages()));
 }
 
 }  // namespace
@@ -50,8 +47,7 @@ Result<Folio*> PageCacheImpl::AllocFolio(int order, int min_order, AllocMode mod
       CacheCounters::Add(counters_.fallbacks[order]);
     }
     // Its pages start unread (reclaim's sparse rule): frames keep their bits when freed.
-    page_state_.referenced.Clear(f->frame, static_cast<uint32_t>(f->nr_pages()));
-    page_state_.reread.Clear(f->frame, static_cast<uint32_t>(f->nr_pages()));
+    page_state_.ForgetReads(f->frame, static_cast<uint32_t>(f->nr_pages()));
   };
   Result<Folio*> r = arena_->Alloc(order);
   if (r.ok()) {
