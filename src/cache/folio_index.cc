@@ -26,6 +26,16 @@ FolioIndex::Segment* FolioIndex::GetOrCreate(uint64_t seg) {
   return s;
 }
 
+std::atomic<Folio*>* FolioIndex::Segment::SlotForStore(uint64_t i) {
+  if (i < kInlineSlots) return &slots[i];
+  std::atomic<Folio*>* r = rest.load(std::memory_order_relaxed);
+  if (r == nullptr) {
+    r = new std::atomic<Folio*>[kSegmentPages - kInlineSlots]();
+    rest.store(r, std::memory_order_release);  // all null: readers see empty slots
+  }
+  return &r[i - kInlineSlots];
+}
+
 void FolioIndex::Store(uint64_t index, int order, Folio* f) {
   uint64_t n = OrderPages(order);
   FOLIO_CHECK(index % n == 0 && index + n <= max_pages_);
@@ -33,7 +43,7 @@ void FolioIndex::Store(uint64_t index, int order, Folio* f) {
   Segment* s = GetOrCreate(seg);
   if (order < kSegmentShift) whole_[seg].store(nullptr, std::memory_order_release);
   uint64_t slot = index & (kSegmentPages - 1);
-  for (uint64_t i = 0; i < n; ++i) s->slots[slot + i].store(f, std::memory_order_release);
+  for (uint64_t i = 0; i < n; ++i) s->SlotForStore(slot + i)->store(f, std::memory_order_release);
   if (order == kSegmentShift) whole_[seg].store(f, std::memory_order_release);
 }
 
@@ -45,7 +55,11 @@ void FolioIndex::Clear(uint64_t index, int order) {
   FOLIO_CHECK(s != nullptr);
   whole_[seg].store(nullptr, std::memory_order_release);
   uint64_t slot = index & (kSegmentPages - 1);
-  for (uint64_t i = 0; i < n; ++i) s->slots[slot + i].store(nullptr, std::memory_order_release);
+  for (uint64_t i = 0; i < n; ++i) {
+    // A slot never stored to may lie in the part not allocated: it is empty already.
+    std::atomic<Folio*>* c = s->Slot(slot + i);
+    if (c != nullptr) c->store(nullptr, std::memory_order_release);
+  }
 }
 
 bool FolioIndex::RangeEmpty(uint64_t index, int order) const {
@@ -55,7 +69,8 @@ bool FolioIndex::RangeEmpty(uint64_t index, int order) const {
   if (s == nullptr) return true;
   uint64_t slot = index & (kSegmentPages - 1);
   for (uint64_t i = 0; i < n; ++i) {
-    if (s->slots[slot + i].load(std::memory_order_relaxed) != nullptr) return false;
+    const std::atomic<Folio*>* c = s->Slot(slot + i);
+    if (c != nullptr && c->load(std::memory_order_relaxed) != nullptr) return false;
   }
   return true;
 }
@@ -68,9 +83,9 @@ uint64_t FolioIndex::NextPresent(uint64_t from, uint64_t end) const {
     uint64_t seg_end = std::min(end, (seg + 1) << kSegmentShift);
     if (s != nullptr) {
       for (uint64_t i = from; i < seg_end; ++i) {
-        if (s->slots[i & (kSegmentPages - 1)].load(std::memory_order_relaxed) != nullptr) {
-          return i;
-        }
+        const std::atomic<Folio*>* c = s->Slot(i & (kSegmentPages - 1));
+        if (c == nullptr) break;  // the segment's rest is not allocated: empty
+        if (c->load(std::memory_order_relaxed) != nullptr) return i;
       }
     }
     from = seg_end;

@@ -28,6 +28,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "folio/arena.h"
 
@@ -53,7 +54,8 @@ class FolioIndex {
     if (Folio* w = whole_[index >> kSegmentShift].load(std::memory_order_acquire)) return w;
     const Segment* s = dir_[index >> kSegmentShift].load(std::memory_order_acquire);
     if (s == nullptr) return nullptr;
-    return s->slots[index & (kSegmentPages - 1)].load(std::memory_order_acquire);
+    const std::atomic<Folio*>* slot = s->Slot(index & (kSegmentPages - 1));
+    return slot == nullptr ? nullptr : slot->load(std::memory_order_acquire);
   }
 
   // Fills the 2^order slots from index with f (release stores).
@@ -73,9 +75,33 @@ class FolioIndex {
   uint64_t NextDirty(uint64_t from, uint64_t end);
 
  private:
+  // A segment holds its first kInlineSlots slots (64 KiB of pages) itself and the rest in an
+  // array allocated at the first Store beyond them, published with a release store and never
+  // replaced or freed before the segment (lock-free readers may hold it). A file of up to
+  // 64 KiB costs its index a 208-byte segment instead of 4 KiB: the mount of a file system
+  // keeps thousands of small closed files' address spaces (fs/data_path.h), and this segment
+  // was the largest part of each one's heap.
+  static constexpr uint64_t kInlineSlots = 16;
   struct Segment {
-    std::atomic<Folio*> slots[kSegmentPages] = {};
+    std::atomic<Folio*> slots[kInlineSlots] = {};
+    std::atomic<std::atomic<Folio*>*> rest{nullptr};  // kSegmentPages - kInlineSlots slots
     std::atomic<uint64_t> dirty[kSegmentPages / 64] = {};
+
+    Segment() = default;
+    ~Segment() { delete[] rest.load(std::memory_order_relaxed); }
+    Segment(const Segment&) = delete;
+    Segment& operator=(const Segment&) = delete;
+    // Slot i, or null when i lies in the part not allocated yet (an empty slot).
+    const std::atomic<Folio*>* Slot(uint64_t i) const {
+      if (i < kInlineSlots) return &slots[i];
+      const std::atomic<Folio*>* r = rest.load(std::memory_order_acquire);
+      return r == nullptr ? nullptr : &r[i - kInlineSlots];
+    }
+    std::atomic<Folio*>* Slot(uint64_t i) {
+      return const_cast<std::atomic<Folio*>*>(std::as_const(*this).Slot(i));
+    }
+    // Slot i, allocating the rest of the segment when i lies there. REQUIRES: the mapping mutex.
+    std::atomic<Folio*>* SlotForStore(uint64_t i);
   };
 
   Segment* GetOrCreate(uint64_t seg);  // REQUIRES: the mapping mutex
