@@ -37,9 +37,17 @@ FileSystem::FileSystem(std::unique_ptr<meta::CachedEngine> cached, meta::MetaEng
   bg_->last_meta_sync_ns = MonotonicNowNs();
 }
 
+size_t ClosedFilesFor(uint64_t cache_bytes) {
+  return std::max<size_t>(4096, cache_bytes / 4 / kClosedFileHeapBytes);
+}
+
 Result<std::unique_ptr<FileSystem>> FileSystem::Mount(meta::MetaEngine* meta,
                                                       store::BlockStore* store, PageCache* cache,
-                                                      const FsOptions& options) {
+                                                      const FsOptions& given) {
+  FsOptions options = given;
+  if (options.closed_files_cached == 0) {
+    options.closed_files_cached = ClosedFilesFor(cache->options().memory_bytes);
+  }
   std::optional<meta::FormatRecord> format;
   FOLIO_RETURN_IF_ERROR(meta->Transact("mount", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
     FOLIO_ASSIGN_OR_RETURN(format, t.GetFormat());

@@ -92,14 +92,14 @@ struct FsOptions {
   // so its own writes keep the cache exact); shared and read-only mounts never cache.
   bool meta_cache = true;
   // Closed, clean files whose FileData (and so their cached pages in Folio's cache) the mount
-  // keeps for a reopen, least recently closed evicted first. Each costs about 13 KiB of heap
-  // besides its pages (the mount's RSS after closing 4000 one-byte files: +53 MiB). heaptrack
-  // of 5000, before the InodeDevice dropped its three request histograms (3 x 252 buckets x
-  // 8 bytes, 5.9 KiB): InodeDevice 6.7 KiB, the page index's first segment 4 KiB, the rest in
-  // small tables. So 4096 closed files cost about 53 MiB. An
-  // evicted file's pages in the kernel's page cache stay valid on an unshared read-write mount
-  // (DataPath::Open).
-  size_t closed_files_cached = 4096;
+  // keeps for a reopen, least recently closed evicted first; 0 (the default): as many as a
+  // quarter of the page cache's capacity pays for in heap (ClosedFilesFor), at least 4096.
+  // Each costs about kClosedFileHeapBytes of heap besides its pages. With a fixed 4096, 10000
+  // small files written and read back in order (`folio fs bench`'s smallfiles phases) missed
+  // on nearly every packed one: each read's last, partial page went to the store, although
+  // the 512 MiB cache had room for all of them. An evicted file's pages in the kernel's page
+  // cache stay valid on an unshared read-write mount (DataPath::Open).
+  size_t closed_files_cached = 0;
   // Compaction of a chunk (rewriting what it shows as one slice) waits for this mount to have
   // appended compact_slices records to it since it was last compacted, and then for the bytes
   // of those shorter than a block, times compact_write_amp, to reach the bytes the rewrite
@@ -118,6 +118,15 @@ struct FsOptions {
   // until it is durable, so a failed sync puts it again: this bounds those buffers).
   uint64_t store_sync_batch_bytes = 16ull << 20;
 };
+
+// The heap one cached closed file costs besides its pages: a mount's RSS grew 37 MiB while 4000
+// one-byte files were created, written and closed (9.3 KiB each: the FileData, its InodeDevice
+// and address space, the page index's directory, 2 KiB for a file under 256 MiB, and its first
+// segment, ~200 bytes for a file of up to 64 KiB, and per-thread request queues).
+inline constexpr uint64_t kClosedFileHeapBytes = 10 << 10;
+// FsOptions::closed_files_cached when it is 0: the files whose heap makes a quarter of a page
+// cache of cache_bytes, at least 4096 (13107 for 512 MiB).
+size_t ClosedFilesFor(uint64_t cache_bytes);
 
 // Counters of the core, for .stats.
 struct FsStats {

@@ -81,6 +81,7 @@ nlohmann::ordered_json FileSystem::StatsJson() const {
   nlohmann::ordered_json files;
   files["open"] = s.open_files;
   files["cached"] = s.cached_inodes;
+  files["closed_cached_max"] = options_.closed_files_cached;
   files["unsettled"] = s.unsettled_files;
   files["read_bytes"] = s.read_bytes;
   files["write_bytes"] = s.write_bytes;
