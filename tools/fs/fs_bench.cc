@@ -168,8 +168,8 @@ FsPhaseResult& FsBench::Phase(const std::string& name, const std::string& group,
 }
 
 // passthrough_ll holds a descriptor for every inode the kernel knows (O_PATH) and for every
-// open file, and inherits this process's limit: a run needs about --small-files + --md-files
-// of them. `--repeat 2`, when each run's small files stayed, failed in its second run with a
+// open file, and inherits this process's limit: a run needs about the larger of --small-files
+// and --md-files of them (each phase's files are gone before the next one's). `--repeat 2`, when each run's small files stayed, failed in its second run with a
 // soft limit of 20000 ("close: Bad file descriptor": its flush is close(dup(fd)), and dup hit
 // EMFILE). The soft limit goes up to the hard one, and as root the hard one up to fs.nr_open; a
 // limit still too low is one line before anything starts.
@@ -187,19 +187,19 @@ Status RaiseFdLimit(uint64_t need) {
   if (::setrlimit(RLIMIT_NOFILE, &want) != 0) want = lim;
   if (want.rlim_cur >= need) return Status::OK();
   return Status::FromErrno(
-      EMFILE, fmt::format("passthrough_ll needs about {} open files (--small-files + "
-                          "--md-files) and the limit is {}: raise it (ulimit -n) or lower "
-                          "--small-files / --md-files",
+      EMFILE, fmt::format("passthrough_ll needs about {} open files (the larger of "
+                          "--small-files and --md-files, and 1024) and the limit is {}: raise "
+                          "it (ulimit -n) or lower --small-files / --md-files",
                           need, static_cast<uint64_t>(want.rlim_cur)));
 }
 
 Status FsBench::Setup() {
   const std::string w = work_->path();
-  // The metadata phases remove their entries, and passthrough_ll's small files go after each
-  // run (RunSmall); a run holds one set of each at most.
+  // The metadata phases remove their entries before the next phase, and passthrough_ll's
+  // small files go after each run (RunSmall): one set of either at a time.
   const bool md = Selected(c_, "md-1t") || Selected(c_, "md-4t");
-  FOLIO_RETURN_IF_ERROR(RaiseFdLimit((md ? c_.md_files : 0) +
-                                     (Selected(c_, "smallfiles") ? c_.small_files : 0) + 1024));
+  FOLIO_RETURN_IF_ERROR(RaiseFdLimit(
+      std::max(md ? c_.md_files : 0u, Selected(c_, "smallfiles") ? c_.small_files : 0u) + 1024));
   std::string pll = c_.passthrough_ll;
   if (pll.empty()) {
     const std::string script = std::string(FOLIO_BENCH_SCRIPT_DIR) + "/build-passthrough-ll.sh";
