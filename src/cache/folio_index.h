@@ -78,7 +78,7 @@ class FolioIndex {
   // A segment holds its first kInlineSlots slots (64 KiB of pages) itself and the rest in an
   // array allocated at the first Store beyond them, published with a release store and never
   // replaced or freed before the segment (lock-free readers may hold it). A file of up to
-  // 64 KiB costs its index a 208-byte segment instead of 4 KiB: the mount of a file system
+  // 64 KiB costs its index a 200-byte segment instead of 4 KiB: the mount of a file system
   // keeps thousands of small closed files' address spaces (fs/data_path.h), and this segment
   // was the largest part of each one's heap.
   static constexpr uint64_t kInlineSlots = 16;
