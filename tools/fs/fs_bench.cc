@@ -169,10 +169,11 @@ FsPhaseResult& FsBench::Phase(const std::string& name, const std::string& group,
 
 // passthrough_ll holds a descriptor for every inode the kernel knows (O_PATH) and for every
 // open file, and inherits this process's limit: a run needs about the larger of --small-files
-// and --md-files of them (each phase's files are gone before the next one's). `--repeat 2`, when each run's small files stayed, failed in its second run with a
-// soft limit of 20000 ("close: Bad file descriptor": its flush is close(dup(fd)), and dup hit
-// EMFILE). The soft limit goes up to the hard one, and as root the hard one up to fs.nr_open; a
-// limit still too low is one line before anything starts.
+// and --md-files of them (each phase's files are gone before the next one's). When each run's
+// small files stayed, `--repeat 2` failed in its second run under a limit of 20000 ("close:
+// Bad file descriptor": its flush is close(dup(fd)), and dup hit EMFILE). The soft limit goes
+// up to the hard one, and the hard one up to fs.nr_open where the process may raise it (root
+// with CAP_SYS_RESOURCE); a limit still too low is one line before anything starts.
 Status RaiseFdLimit(uint64_t need) {
   rlimit lim{};
   if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return Status::FromErrno(errno, "getrlimit");
@@ -188,8 +189,8 @@ Status RaiseFdLimit(uint64_t need) {
   if (want.rlim_cur >= need) return Status::OK();
   return Status::FromErrno(
       EMFILE, fmt::format("passthrough_ll needs about {} open files (the larger of "
-                          "--small-files and --md-files, and 1024) and the limit is {}: raise "
-                          "it (ulimit -n) or lower --small-files / --md-files",
+                          "--small-files and --md-files, plus 1024) and the limit is {}: raise it "
+                          "(ulimit -n) or lower --small-files / --md-files",
                           need, static_cast<uint64_t>(want.rlim_cur)));
 }
 
