@@ -62,7 +62,6 @@ class RedisEngine final : public MetaEngine {
   // Acquire, retried with backoff until `deadline` while the server is unreachable.
   Result<Lease> AcquireUntil(SteadyClock::time_point deadline);
   Status CheckServer(RedisConn& conn);
-  Status LoadScript(RedisConn& conn);
   // Whether the schema marker is there (sets ready_); NotSupported for a newer version.
   Result<bool> ProbeSchema(RedisConn& conn);
   AttemptOutcome Attempt(RedisConn& conn, TxnMode mode, const std::function<Status(Txn&)>& fn,
@@ -83,7 +82,6 @@ class RedisEngine final : public MetaEngine {
   const std::string display_;
   const RedisKeys keys_;
   const MetaOpenOptions options_;
-  std::string script_sha_;  // set in Start, then constant
   std::atomic<bool> ready_{false};
 
   std::mutex pool_mu_;
@@ -128,7 +126,6 @@ Result<RedisEngine::Lease> RedisEngine::AcquireUntil(SteadyClock::time_point dea
 Status RedisEngine::Start() {
   FOLIO_ASSIGN_OR_RETURN(Lease conn, Acquire());
   FOLIO_RETURN_IF_ERROR(CheckServer(*conn));
-  FOLIO_RETURN_IF_ERROR(LoadScript(*conn));
   return ProbeSchema(*conn).status();
 }
 
@@ -178,13 +175,6 @@ Status RedisEngine::CheckServer(RedisConn& conn) {
   if (!warning.empty() && (options_.log || FirstTimeInProcess(once + "/durability"))) {
     MetaLog(options_, "warning: " + warning);
   }
-  return Status::OK();
-}
-
-Status RedisEngine::LoadScript(RedisConn& conn) {
-  FOLIO_ASSIGN_OR_RETURN(auto r, conn.Run1({"SCRIPT", "LOAD", kRedisRangeWithHashLua}));
-  if (r->type != REDIS_REPLY_STRING) return UnexpectedReply(display_, "SCRIPT LOAD", r.get());
-  script_sha_ = std::string(ReplyText(r.get()));
   return Status::OK();
 }
 
@@ -262,7 +252,7 @@ Status RedisEngine::Transact(std::string_view op, TxnMode mode,
 AttemptOutcome RedisEngine::Attempt(RedisConn& conn, TxnMode mode,
                                     const std::function<Status(Txn&)>& fn, Status* result,
                                     uint64_t* commit_seq) {
-  RedisKv kv(conn, display_, script_sha_);
+  RedisKv kv(conn, display_);
   RedisTxn txn(kv, keys_, mode, display_, conn);
   {
     InFnGuard in_fn(this);

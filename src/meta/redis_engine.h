@@ -5,7 +5,7 @@
 // How transactions run (the contract is meta_engine.h's):
 //   - Each transaction borrows a connection from a pool. Every read WATCHes the keys it reads
 //     in the same pipeline as the read (one round trip per read; a directory listing reads the
-//     name index and the entry hash in one Lua script call). Writes are buffered in the
+//     name index, then the entries' values in the entry hash: two). Writes are buffered in the
 //     transaction (read-your-writes) and sent at commit as one pipeline
 //     MULTI, writes..., SET <prefix>:tx:<connection> <seq>, EXEC: one round trip. EXEC
 //     refused (a watched key changed) re-runs fn with jittered backoff, up to max_retries.

@@ -7,23 +7,10 @@
 
 namespace folio::meta {
 
-const char* const kRedisRangeWithHashLua = R"lua(
-local names = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[1], '+', 'LIMIT', 0, tonumber(ARGV[2]))
-if #names == 0 then return {} end
-local vals = redis.call('HMGET', KEYS[2], unpack(names))
-local out = {}
-for i = 1, #names do
-  out[2 * i - 1] = names[i]
-  out[2 * i] = vals[i]
-end
-return out
-)lua";
-
 namespace {
 
-// Server pages: at least this many members per round trip, at most kMaxPage (Lua's unpack
-// limit is ~8000 values; a page of 4000 names and values blocks the server ~2-3 ms, and a
-// listing of up to 4000 entries is one round trip).
+// Server pages: at least this many members per round trip, at most kMaxPage (a listing of up
+// to 4000 entries is one ZRANGEBYLEX, and its values one HMGET).
 constexpr size_t kMinPage = 64;
 constexpr size_t kMaxPage = 4000;
 
@@ -224,6 +211,12 @@ std::vector<std::string> RedisKv::MergeMembers(const ZOverlay* z, std::string_vi
 
 Result<std::vector<std::string>> RedisKv::ZRange(const std::string& key, std::string_view after,
                                                  size_t limit) {
+  return ZRangeWatching(key, {key}, after, limit);
+}
+
+Result<std::vector<std::string>> RedisKv::ZRangeWatching(const std::string& key,
+                                                         const std::vector<std::string>& watch,
+                                                         std::string_view after, size_t limit) {
   const ZOverlay* z = zsets_.count(key) ? &zsets_.at(key) : nullptr;
   const size_t page = std::clamp(limit + 1, kMinPage, kMaxPage);
   std::vector<std::string> visible;
@@ -231,7 +224,7 @@ Result<std::vector<std::string>> RedisKv::ZRange(const std::string& key, std::st
   bool done = false;
   while (!done && visible.size() < limit) {
     FOLIO_ASSIGN_OR_RETURN(RedisReply r,
-                           WatchedRead({key}, {"ZRANGEBYLEX", key, LexMin(cursor), "+", "LIMIT",
+                           WatchedRead(watch, {"ZRANGEBYLEX", key, LexMin(cursor), "+", "LIMIT",
                                                "0", std::to_string(page)}));
     if (r->type != REDIS_REPLY_ARRAY) return BadReply("ZRANGEBYLEX " + key, r.get());
     done = r->elements < page;
@@ -247,51 +240,39 @@ Result<std::vector<std::string>> RedisKv::ZRange(const std::string& key, std::st
 
 Result<std::vector<std::pair<std::string, std::string>>> RedisKv::ZRangeWithHash(
     const std::string& key, const std::string& hkey, std::string_view after, size_t limit) {
-  const ZOverlay* z = zsets_.count(key) ? &zsets_.at(key) : nullptr;
+  // Both keys are WATCHed with the first page, so a change to either between the listing and
+  // the values (or later) fails the transaction's validation, which re-runs it: a member the
+  // hash lacks is Corruption only when nothing changed.
+  FOLIO_ASSIGN_OR_RETURN(std::vector<std::string> members,
+                         ZRangeWatching(key, {key, hkey}, after, limit));
   const auto* hover = hashes_.count(hkey) ? &hashes_.at(hkey) : nullptr;
-  const size_t page = std::clamp(limit + 1, kMinPage, kMaxPage);
-  std::map<std::string, std::string> values;  // server members read, visible or not
-  std::vector<std::string> visible;
-  std::string cursor(after);
-  bool done = false;
-  while (!done && visible.size() < limit) {
-    RedisCmd cmd{"EVALSHA", script_sha_, "2", key, hkey, LexMin(cursor), std::to_string(page)};
-    FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead({key, hkey}, cmd));
-    if (IsError(r.get()) && ReplyText(r.get()).starts_with("NOSCRIPT")) {
-      cmd[0] = "EVAL";  // the server lost its script cache (a restart): EVAL loads it again
-      cmd[1] = kRedisRangeWithHashLua;
-      FOLIO_ASSIGN_OR_RETURN(r, WatchedRead({}, cmd));
-    }
-    if (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0) {
-      return BadReply("listing " + key, r.get());
-    }
-    done = r->elements / 2 < page;
-    for (size_t i = 0; i + 1 < r->elements; i += 2) {
-      std::string m(r->element[i]->str, r->element[i]->len);
-      cursor = m;
-      if (r->element[i + 1]->type == REDIS_REPLY_STRING) {
-        values[m] = std::string(r->element[i + 1]->str, r->element[i + 1]->len);
+  std::vector<std::optional<std::string>> values(members.size());
+  std::vector<size_t> asked;  // members whose value the transaction has not written
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (hover != nullptr) {
+      if (auto f = hover->find(members[i]); f != hover->end() && f->second) {
+        values[i] = f->second;
+        continue;
       }
-      if (!Hidden(z, m)) visible.push_back(std::move(m));
     }
+    asked.push_back(i);
   }
-  std::vector<std::string> members =
-      MergeMembers(z, after, visible, done ? std::nullopt : std::optional(cursor), limit);
+  for (size_t from = 0; from < asked.size(); from += kMaxPage) {
+    const size_t n = std::min(kMaxPage, asked.size() - from);
+    RedisCmd cmd{"HMGET", hkey};
+    for (size_t j = from; j < from + n; ++j) cmd.push_back(members[asked[j]]);
+    FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead({hkey}, std::move(cmd)));
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != n) return BadReply("HMGET " + hkey, r.get());
+    for (size_t j = 0; j < n; ++j) values[asked[from + j]] = BulkOrNil(r->element[j]);
+  }
   std::vector<std::pair<std::string, std::string>> out;
   out.reserve(members.size());
-  for (std::string& m : members) {
-    std::optional<std::string> v;
-    if (hover != nullptr) {
-      if (auto f = hover->find(m); f != hover->end()) v = f->second;
-    }
-    if (!v) {
-      if (auto s = values.find(m); s != values.end()) v = s->second;
-    }
-    if (!v) {
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (!values[i]) {
       return Status::Corruption(fmt::format("{}: {} lists '{}' but {} has no value for it", url_,
-                                            key, m, hkey));
+                                            key, members[i], hkey));
     }
-    out.emplace_back(std::move(m), std::move(*v));
+    out.emplace_back(std::move(members[i]), std::move(*values[i]));
   }
   return out;
 }

@@ -8,8 +8,9 @@
 //   - hashes: HGet / HGetAll / HSet / HDel;
 //   - sorted sets used as ordered indexes (every score 0, members in byte order): ZRange
 //     (members after a cursor, paged), ZAdd / ZRem, ZRemPrefix (every member starting with a
-//     prefix); ZRangeWithHash reads an index and the values its members name in a hash in one
-//     round trip (a Lua script), for directory listings.
+//     prefix); ZRangeWithHash reads an index and then the values its members name in a hash
+//     (ZRANGEBYLEX, then HMGET: two round trips of native commands, for directory listings;
+//     a Lua script doing both in one round trip cost the server 3-10x their time).
 //
 // Thread safety: none (a Txn is used by one thread during fn).
 #pragma once
@@ -28,15 +29,9 @@
 
 namespace folio::meta {
 
-// The Lua script behind ZRangeWithHash: KEYS = {index, hash}, ARGV = {min, count}; returns
-// member, value, member, value, ... (value nil when the hash lacks the member).
-extern const char* const kRedisRangeWithHashLua;
-
 class RedisKv {
  public:
-  // `script_sha`: SHA1 of kRedisRangeWithHashLua as the server knows it (SCRIPT LOAD).
-  RedisKv(RedisConn& conn, std::string_view url, std::string_view script_sha)
-      : conn_(conn), url_(url), script_sha_(script_sha) {}
+  RedisKv(RedisConn& conn, std::string_view url) : conn_(conn), url_(url) {}
 
   // ---- strings ----
   Result<std::optional<std::string>> Get(const std::string& key);
@@ -86,6 +81,10 @@ class RedisKv {
     std::vector<std::string> removed_prefixes;
   };
 
+  // ZRange, WATCHing `watch` (the index among them) with its first page.
+  Result<std::vector<std::string>> ZRangeWatching(const std::string& key,
+                                                  const std::vector<std::string>& watch,
+                                                  std::string_view after, size_t limit);
   // Runs `read` after WATCHing the keys not watched yet, in one pipeline; returns its reply.
   Result<RedisReply> WatchedRead(const std::vector<std::string>& keys, RedisCmd read);
   // Applies the overlay of a string key to what the server holds.
@@ -107,7 +106,6 @@ class RedisKv {
 
   RedisConn& conn_;
   std::string url_;
-  std::string script_sha_;
   std::set<std::string> watched_;
   int server_reads_ = 0;
   std::map<std::string, StrOp> strings_;
