@@ -1,4 +1,5 @@
 // FileSystem::StatsJson: what `.stats` in the mount root shows (live JSON).
+#include "cache/stats_json.h"
 #include "fs/data_path.h"
 #include "fs/file_system.h"
 #include "fs/pack_writer.h"
@@ -25,40 +26,6 @@ nlohmann::ordered_json StoreOpJson(const store::StoreOpStats& s) {
   j["errors"] = s.errors;
   j["bytes"] = s.bytes;
   j["latency"] = LatencyJson(s.latency_ns);
-  return j;
-}
-
-nlohmann::ordered_json CacheJson(const PageCacheStats& c) {
-  nlohmann::ordered_json j;
-  j["memory_bytes"] = c.memory_bytes;
-  j["resident_bytes"] = c.resident_bytes;
-  j["dirty_bytes"] = c.dirty_bytes;
-  nlohmann::ordered_json orders = nlohmann::ordered_json::array();
-  for (int o = 0; o < kNumOrders; ++o) {
-    const CacheOrderStats& s = c.orders[o];
-    if (s.allocs == 0 && s.resident_folios == 0 && s.hits == 0) continue;
-    nlohmann::ordered_json e;
-    e["order"] = o;
-    e["folio_bytes"] = 4096ull << o;
-    e["resident_folios"] = s.resident_folios;
-    e["resident_bytes"] = s.resident_bytes;
-    e["allocs"] = s.allocs;
-    e["fallbacks"] = s.fallbacks;
-    e["hits"] = s.hits;
-    e["misses"] = s.misses;
-    e["splits"] = s.splits;
-    e["collapses"] = s.collapses;
-    e["evictions"] = s.evictions;
-    orders.push_back(std::move(e));
-  }
-  j["orders"] = std::move(orders);
-  j["readahead_windows"] = c.readahead_windows;
-  j["writeback_requests"] = c.writeback_requests;
-  j["writeback_bytes"] = c.writeback_bytes;
-  j["evictions"] = c.evictions;
-  j["evicted_dirty"] = c.evicted_dirty;
-  j["sparse_evictions"] = c.sparse_evictions;
-  j["throttled_writes"] = c.throttled_writes;
   return j;
 }
 
@@ -127,7 +94,7 @@ nlohmann::ordered_json FileSystem::StatsJson() const {
   metaj["cache"] = std::move(cachej);
   j["meta_ops"] = std::move(metaj);
 
-  j["page_cache"] = CacheJson(cache_->Stats());
+  j["page_cache"] = cache::PageCacheStatsJson(cache_->Stats());
 
   const store::StoreStatsSnapshot st = store_->stats();
   nlohmann::ordered_json storej;

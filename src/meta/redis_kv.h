@@ -10,7 +10,8 @@
 //     (members after a cursor, paged), ZAdd / ZRem, ZRemPrefix (every member starting with a
 //     prefix); ZRangeWithHash reads an index and then the values its members name in a hash
 //     (ZRANGEBYLEX, then HMGET: two round trips of native commands, for directory listings;
-//     a Lua script doing both in one round trip cost the server 3-10x their time).
+//     a Lua script doing both in one round trip cost the server 600-1000 us per 1000 names,
+//     the two commands about 80).
 //
 // Thread safety: none (a Txn is used by one thread during fn).
 #pragma once
