@@ -94,7 +94,10 @@ struct FsOptions {
   // Closed, clean files whose FileData (and so their cached pages in Folio's cache) the mount
   // keeps for a reopen, least recently closed evicted first; 0 (the default): as many as a
   // quarter of the page cache's capacity pays for in heap (ClosedFilesFor), at least 4096.
-  // Each costs about kClosedFileHeapBytes of heap besides its pages. With a fixed 4096, 10000
+  // Each costs about kClosedFileHeapBytes of heap besides its pages. That quarter bounds the
+  // kept files' own heap, not the mount's RSS: a burst of 10000 small files grows it by ~200
+  // MB whatever the limit (pack building, I/O buffers, freed memory the allocator keeps;
+  // docs/fs.md "Open files"). With a fixed 4096, 10000
   // small files written and read back in order (`folio fs bench`'s smallfiles phases) missed
   // on nearly every packed one: each read's last, partial page went to the store, although
   // the 512 MiB cache had room for all of them. An evicted file's pages in the kernel's page
