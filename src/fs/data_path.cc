@@ -423,6 +423,13 @@ Status DataPath::SyncAll() {
     closing.swap(closing_);
   }
   for (const std::shared_ptr<FileData>& d : closing) SettleClosed(d);
+  // A file closed after the list above was taken (or unlinked since: no longer in files_) is
+  // settled here, and a small one goes into a new pack: that pack is put and committed before
+  // SyncAll returns too, not left to the pack writer's timer and the next flush.
+  if (!closing.empty()) {
+    p = packs_->Flush();
+    if (first.ok()) first = p;
+  }
   // What SettleClosed left for a batch (the files closed above), and the first error.
   Status late = CommitAtimes();
   if (first.ok()) first = atimes;
