@@ -1,23 +1,10 @@
 #include "cache/stats_json.h"
 
+#include "base/histogram_json.h"
+
 namespace folio::cache {
 
 using Json = nlohmann::ordered_json;
-
-Json HistogramJson(const HistogramSnapshot& h) {
-  Json j;
-  j["count"] = h.count;
-  j["mean"] = h.Mean();
-  j["p50"] = h.count ? h.Percentile(0.5) : 0;
-  j["p99"] = h.count ? h.Percentile(0.99) : 0;
-  j["max"] = h.max;
-  Json buckets = Json::array();
-  for (const HistogramSnapshot::Bucket& b : h.NonEmpty()) {
-    buckets.push_back(Json{{"lo", b.lo}, {"hi", b.hi}, {"count", b.count}});
-  }
-  j["buckets"] = std::move(buckets);
-  return j;
-}
 
 Json PageCacheStatsJson(const PageCacheStats& s) {
   Json j;

@@ -4,13 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "folio/histogram.h"
 #include "folio/page_cache.h"
 
 namespace folio::cache {
-
-// count, mean, p50, p99, max and the non-empty buckets ({lo, hi, count}).
-nlohmann::ordered_json HistogramJson(const HistogramSnapshot& h);
 
 // Memory, residency and dirty bytes; readahead, eviction, throttling and writeback counters;
 // compaction; and one entry per folio order (all kNumOrders of them, in order).

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/histogram_json.h"
 #include "cache/stats_json.h"
 #include "folio/arena.h"
 #include "fuse/export_fs.h"
@@ -11,7 +12,6 @@ namespace folio::fuse {
 namespace {
 
 using Json = nlohmann::ordered_json;
-using cache::HistogramJson;
 
 Json DeviceJson(const BlockDevice& d) {
   const DeviceStatsSnapshot s = d.stats();
