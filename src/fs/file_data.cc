@@ -44,6 +44,9 @@ Status FileData::Init(const std::vector<uint32_t>* chunks) {
 }
 
 Status FileData::OpenMapping(uint64_t capacity) {
+  // Sync runs without io_ (the periodic commit, SyncAll): it must not find the address space
+  // freed under it.
+  std::lock_guard<std::mutex> sync(sync_mu_);
   as_.reset();
   dev_->SetCapacity(capacity);
   capacity_ = capacity;
@@ -137,11 +140,21 @@ Status FileData::Sync(SyncMode mode) {
 
 void FileData::Discard() {
   std::unique_lock<std::shared_mutex> io(io_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    view_.size_dirty = view_.times_dirty = view_.atime_dirty = view_.mode_dirty = false;
+    view_.size_exact = view_.data_dirty = false;
+    view_.sparse_dirty = false;
+    view_.dirty_since_ns = 0;
+  }
+  // The cached pages go unwritten, dirty ones included (the kernel's truncate_inode_pages when
+  // it evicts a deleted inode): a settle or SyncAll that still holds this file then writes
+  // nothing. Destroying the address space waits for the writeback a flusher has in flight on
+  // it; what that put on the device is dropped next, with the records before it.
+  Status s = OpenMapping(capacity_);
+  // The same device and options opened this file's mapping before.
+  FOLIO_CHECK_MSG(s.ok(), s.ToString().c_str());
   dev_->DiscardPending();
-  std::lock_guard<std::mutex> lock(mu_);
-  view_.size_dirty = view_.times_dirty = view_.atime_dirty = view_.mode_dirty = false;
-  view_.size_exact = view_.data_dirty = false;
-  view_.dirty_since_ns = 0;
 }
 
 // ---- Attributes ------------------------------------------------------------------------

@@ -67,7 +67,9 @@ class FileData final : public InodeDevice::Owner,
   Status Truncate(uint64_t size, const Cred& cred);
   Status Fallocate(int mode, uint64_t pos, uint64_t len, const Cred& cred);
   Result<uint64_t> Seek(uint64_t pos, Whence whence);
-  // Drops the pending data (the file was freed) and, with wait, any pack entry.
+  // The file was freed: drops its cached pages unwritten (dirty ones too) and the device's
+  // pending records; a later Sync writes nothing. A pack entry already handed to the pack
+  // writer is committed to nothing (the inode is gone) and reclaimed with its pack.
   void Discard();
 
   // ---- Attributes ------------------------------------------------------------------------

@@ -315,6 +315,52 @@ TEST(FsConcurrencyTest, SyncAllRacingUnlinksOfJustClosedFiles) {
               static_cast<unsigned long long>(st.commits), static_cast<unsigned long long>(st.inodes_freed));
 }
 
+// A write past a file's mapping reopens its address space over a larger device (Regrow),
+// while the periodic commit and SyncAll sync files without the file's I/O lock: the
+// replacement must not free the address space under a sync (it did: TSan reported the race on
+// the address space pointer between Sync and the reopening, in the first run of this test).
+TEST(FsConcurrencyTest, SyncAllRacingWritesThatRegrowTheMapping) {
+  TestVolume vol;
+  ASSERT_TRUE(vol.Create().ok());
+  FileSystem* fs = vol.fs();
+  std::atomic<bool> done{false};
+  std::string sync_error;
+  std::thread syncer([&] {
+    while (!done.load()) {
+      Status s = fs->SyncAll();
+      if (!s.ok() && sync_error.empty()) sync_error = s.ToString();
+    }
+  });
+  constexpr int kFiles = 40;
+  // Past the first mapping (256 MiB), then past the second (1 GiB): two reopenings a file.
+  const uint64_t offsets[] = {0, 300ull << 20, 1200ull << 20};
+  for (int i = 0; i < kFiles; ++i) {
+    const std::string name = "g" + std::to_string(i);
+    Result<FileSystem::Opened> f = fs->Create(Cred::Root(), kRootInode, name, 0644, O_RDWR);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    for (uint64_t off : offsets) {
+      ASSERT_TRUE(fs->Write(f->fh, off, Pattern(8192, i)).ok()) << name << " at " << off;
+    }
+    for (uint64_t off : offsets) {
+      std::string back(8192, '\0');
+      Result<size_t> n = fs->Read(f->fh, off, std::span<char>(back.data(), back.size()));
+      ASSERT_TRUE(n.ok()) << n.status().ToString();
+      ASSERT_EQ(back, Pattern(8192, i)) << name << " at " << off;
+    }
+    ASSERT_TRUE(fs->Release(f->fh).ok());
+    if (i % 2 == 1) {
+      ASSERT_TRUE(fs->Unlink(Cred::Root(), kRootInode, name).ok());
+    }
+  }
+  done = true;
+  syncer.join();
+  EXPECT_TRUE(sync_error.empty()) << sync_error;
+  ASSERT_TRUE(fs->SyncAll().ok());
+  Result<FsckReport> r = Fsck(vol.meta(), vol.store(), FsckOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->clean()) << (r->problems.empty() ? "" : r->problems.front());
+}
+
 // What follows a close in the race tests.
 enum class AfterClose { kTruncatingReopen, kReadOnlyOpen, kAttributes };
 
