@@ -116,6 +116,9 @@ class AddressSpaceImpl final : public AddressSpace {
   uint64_t device_pages() const { return device_pages_; }
   void Pin() { pins_.fetch_add(1, std::memory_order_acq_rel); }
   void Unpin() { pins_.fetch_sub(1, std::memory_order_acq_rel); }
+  // Where this address space is in the cache's registry (PageCacheImpl::spaces_), so that
+  // unregistering is O(1) with thousands of files open or cached. GUARDED_BY(registry_mu_).
+  size_t registry_slot = 0;
 
  private:
   enum class DropMode { kCleanOnly, kDiscard };

@@ -120,12 +120,19 @@ PageCacheStats PageCacheImpl::Stats() const {
 
 void PageCacheImpl::Register(AddressSpaceImpl* as) {
   std::lock_guard<std::mutex> lock(registry_mu_);
+  as->registry_slot = spaces_.size();
   spaces_.push_back(as);
 }
 
 void PageCacheImpl::Unregister(AddressSpaceImpl* as) {
+  // The last one takes its slot: no pass over every address space (the registry's order
+  // means nothing: the flusher sorts by dirty age).
   std::lock_guard<std::mutex> lock(registry_mu_);
-  std::erase(spaces_, as);
+  const size_t slot = as->registry_slot;
+  FOLIO_CHECK(slot < spaces_.size() && spaces_[slot] == as);
+  spaces_[slot] = spaces_.back();
+  spaces_[slot]->registry_slot = slot;
+  spaces_.pop_back();
 }
 
 std::vector<AddressSpaceImpl*> PageCacheImpl::PinAll() {
