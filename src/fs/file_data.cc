@@ -140,8 +140,12 @@ Status FileData::Sync(SyncMode mode) {
 
 void FileData::Discard() {
   std::unique_lock<std::shared_mutex> io(io_);
+  bool uncommitted;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // Every write marks the file dirty (dirty_since_ns) until a commit of it lands: a file
+    // without that has no dirty page, and its clean ones go with the FileData.
+    uncommitted = view_.dirty_since_ns != 0 || view_.data_dirty || view_.sparse_dirty;
     view_.size_dirty = view_.times_dirty = view_.atime_dirty = view_.mode_dirty = false;
     view_.size_exact = view_.data_dirty = false;
     view_.sparse_dirty = false;
@@ -151,9 +155,11 @@ void FileData::Discard() {
   // it evicts a deleted inode): a settle or SyncAll that still holds this file then writes
   // nothing. Destroying the address space waits for the writeback a flusher has in flight on
   // it; what that put on the device is dropped next, with the records before it.
-  Status s = OpenMapping(capacity_);
-  // The same device and options opened this file's mapping before.
-  FOLIO_CHECK_MSG(s.ok(), s.ToString().c_str());
+  if (uncommitted) {
+    Status s = OpenMapping(capacity_);
+    // The same device and options opened this file's mapping before.
+    FOLIO_CHECK_MSG(s.ok(), s.ToString().c_str());
+  }
   dev_->DiscardPending();
 }
 
