@@ -201,7 +201,9 @@ Status FsAdapter::Release(InodeId ino, uint64_t fh) {
 }
 
 Status FsAdapter::Fsync(InodeId ino, uint64_t fh, SyncKind kind) {
-  if (IsStats(ino)) return Status::OK();
+  // The kernel sends no syncfs to this mount (sync(1) does not reach it): an fsync of .stats
+  // (`sync MOUNT/.stats`) is the mount-wide sync, every file's data committed and durable.
+  if (IsStats(ino)) return fs_->SyncAll();
   return fs_->Fsync(fh, kind == SyncKind::kData);
 }
 

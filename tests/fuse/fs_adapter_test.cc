@@ -49,6 +49,29 @@ TEST_F(FsAdapterTest, CreateWriteReadThroughTheAdapter) {
   EXPECT_EQ(a->nlink, 1u);
 }
 
+// fsync of .stats syncs the whole mount (FUSE gets no syncfs): a closed file whose commit
+// waits for the flusher (none runs here) is committed, in a pack, when it returns.
+TEST_F(FsAdapterTest, FsyncOfStatsCommitsEveryFile) {
+  Result<Filesystem::CreateReply> c =
+      adapter_->Create(kRootInode, "f", S_IFREG | 0644, O_RDWR | O_CREAT | O_EXCL);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const std::string data = fs::test::Pattern(10000, 4);
+  ASSERT_EQ(*adapter_->Write(c->entry.attr.ino, c->open.fh, 0, {data.data(), data.size()}),
+            data.size());
+  ASSERT_TRUE(adapter_->Flush(c->entry.attr.ino, c->open.fh).ok());
+  ASSERT_TRUE(adapter_->Release(c->entry.attr.ino, c->open.fh).ok());
+  EXPECT_EQ(vol_.fs()->Stats().packed_files, 0u);  // waits for its settle
+  Result<EntryReply> e = adapter_->Lookup(kRootInode, ".stats");
+  ASSERT_TRUE(e.ok());
+  Result<OpenReply> o = adapter_->Open(e->attr.ino, O_RDONLY);
+  ASSERT_TRUE(o.ok());
+  ASSERT_TRUE(adapter_->Fsync(e->attr.ino, o->fh, SyncKind::kDataAndMetadata).ok());
+  const fs::FsStats st = vol_.fs()->Stats();
+  EXPECT_EQ(st.packed_files, 1u);
+  EXPECT_EQ(st.packs_written, 1u);
+  ASSERT_TRUE(adapter_->Release(e->attr.ino, o->fh).ok());
+}
+
 TEST_F(FsAdapterTest, MknodMapsTypesAndSetAttrMapsTimes) {
   Result<EntryReply> fifo = adapter_->Mknod(kRootInode, "p", S_IFIFO | 0600, 0);
   ASSERT_TRUE(fifo.ok()) << fifo.status().ToString();

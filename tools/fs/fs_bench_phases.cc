@@ -361,7 +361,8 @@ Result<std::vector<std::pair<std::string, double>>> RunMetadataPhases(
 }
 
 Result<SmallFilesResult> RunSmallFiles(const std::string& root, uint32_t files,
-                                       const PhaseEnv& env, const std::string& label) {
+                                       const PhaseEnv& env, const std::string& label,
+                                       const std::string& sync_file) {
   const std::string dir = root + "/small";
   if (::mkdir(dir.c_str(), 0755) != 0) return Errno(dir + ": mkdir");
   std::vector<char> data(kSmallFileMaxBytes);
@@ -388,6 +389,17 @@ Result<SmallFilesResult> RunSmallFiles(const std::string& root, uint32_t files,
                  return Status::OK();
                }));
   r.write_files_per_s = files / write_s;
+  if (!sync_file.empty()) {
+    const uint64_t start = MonotonicNowNs();
+    const int fd = ::open(sync_file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Errno(sync_file + ": open");
+    const int rc = ::fsync(fd);
+    const int err = errno;
+    ::close(fd);
+    if (rc != 0) return Status::FromErrno(err, sync_file + ": fsync");
+    const double sync_s = static_cast<double>(MonotonicNowNs() - start) / 1e9;
+    r.committed_files_per_s = files / (write_s + sync_s);
+  }
   FOLIO_ASSIGN_OR_RETURN(
       double read_s,
       Parallel(threads, files, env, label + " read",

@@ -62,12 +62,17 @@ Result<std::vector<std::pair<std::string, double>>> RunMetadataPhases(
 struct SmallFilesResult {
   double write_files_per_s = 0;  // create + write + close of every file (no fsync)
   double read_files_per_s = 0;   // open + read all + close of every file
+  // With a sync file: the writes and then the fsync of that file, which on a Folio mount
+  // (its .stats) commits every file to the store: files / (write + sync seconds).
+  double committed_files_per_s = 0;
   uint64_t bytes = 0;
 };
 
 // `files` files of 1-64 KiB (sizes from env.seed, the same on every target) written with 4
-// threads into root/small, then read back and checked for size.
+// threads into root/small, then read back and checked for size. A non-empty `sync_file` is
+// fsynced (timed) between the writes and the reads.
 Result<SmallFilesResult> RunSmallFiles(const std::string& root, uint32_t files,
-                                       const PhaseEnv& env, const std::string& label);
+                                       const PhaseEnv& env, const std::string& label,
+                                       const std::string& sync_file = "");
 
 }  // namespace folio::cli
