@@ -244,7 +244,8 @@ Status FsBench::Setup() {
       "in the kernel's page cache; the kernel sends no syncfs to a FUSE server); Folio is "
       "mounted with -o meta_sync=fsync, ext4's durability contract (metadata durable at "
       "fsync and every 5 s; the default meta_sync=each fsyncs SQLite's WAL per operation), "
-      "and commits a file's data to the store, durably, when it is flushed at close");
+      "and commits a closed file's data to the store (a durable put) in the background after "
+      "the close, which the small-file writes do not wait for (smallfiles-committed does)");
   report_.fairness.push_back(
       "each metadata op stops after " + fmt::format("{}", MetadataDeadlineSeconds(c_)) +
       " s (2 x --runtime, at least 1 s): a slow target covers fewer entries");
