@@ -53,14 +53,15 @@ for t in ("1t", "4t"):
     want += [f"md-{op}-{t}" for op in
              ("mkdir", "create", "stat", "open+close", "readdir", "rename", "unlink")]
 want += ["smallfiles-write", "smallfiles-read", "smallfiles-write-nopack",
-         "smallfiles-read-nopack"]
+         "smallfiles-read-nopack", "smallfiles-committed", "smallfiles-committed-nopack"]
 phases = {p["phase"]: p for p in r["phases"]}
 bad = []
 for name in want:
     p = phases.get(name)
     if p is None:
         bad.append(f"{name}: missing"); continue
-    targets = ["folio"] if name.endswith("-nopack") else ["folio", "ext4", "passthrough_ll"]
+    folio_only = name.endswith("-nopack") or name.startswith("smallfiles-committed")
+    targets = ["folio"] if folio_only else ["folio", "ext4", "passthrough_ll"]
     for t in targets:
         v = p["values"].get(t, 0)
         if not v > 0:
