@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "meta/sqlite_wal_gather.h"
+
 namespace folio::meta {
 
 SqliteStmt::~SqliteStmt() {
@@ -52,9 +54,10 @@ std::string_view SqliteStmt::Blob(int col) const {
 Result<std::unique_ptr<SqliteConn>> SqliteConn::Open(const std::string& path, int flags,
                                                      std::string url, int64_t busy_timeout_ms,
                                                      const std::string& vfs) {
+  // Every connection writes its WAL through the gathering shim (sqlite_wal_gather.h).
+  FOLIO_ASSIGN_OR_RETURN(std::string gather, WalGatherVfs(vfs));
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX,
-                                 vfs.empty() ? nullptr : vfs.c_str());
+  const int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, gather.c_str());
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close_v2(db);
