@@ -33,7 +33,9 @@
 namespace folio::meta {
 
 // Registers (once per wrapped VFS) and returns the name of the gathering VFS over `base`
-// (empty: the default VFS). Errors: InvalidArgument when no VFS is named `base`.
+// (empty: the default VFS). The wrapped VFS must stay registered for the life of the process
+// (the default one and PowerLossVfs::Get do): the shim keeps a pointer to it.
+// Errors: InvalidArgument when no VFS is named `base`.
 Result<std::string> WalGatherVfs(const std::string& base);
 
 // Process-wide counts, for tests and stats.
