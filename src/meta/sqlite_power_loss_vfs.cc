@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "meta/sqlite_vfs_forward.h"
 
 namespace folio::meta::test {
 
@@ -62,9 +63,7 @@ constexpr const char* kSuffixes[] = {"", "-wal", "-journal"};
 
 }  // namespace
 
-struct PowerLossVfs::State {
-  sqlite3_vfs vfs{};
-  sqlite3_vfs* real = nullptr;
+struct PowerLossVfs::State : ForwardingVfs {
   std::mutex mu;
   std::map<std::string, std::unique_ptr<TrackedFile>> files;  // GUARDED_BY(mu)
   uint64_t syncs = 0;                                     // GUARDED_BY(mu)
@@ -94,7 +93,7 @@ struct PlFile {
 
 PlFile* Pl(sqlite3_file* f) { return reinterpret_cast<PlFile*>(f); }
 sqlite3_file* Real(sqlite3_file* f) { return Pl(f)->real; }
-State* StateOf(sqlite3_vfs* vfs) { return static_cast<State*>(vfs->pAppData); }
+State* StateOf(sqlite3_vfs* vfs) { return static_cast<State*>(ForwardingOf(vfs)); }
 
 int Close(sqlite3_file* f) { return Real(f)->pMethods->xClose(Real(f)); }
 int Read(sqlite3_file* f, void* buf, int n, sqlite3_int64 off) {
@@ -188,62 +187,14 @@ int Delete(sqlite3_vfs* vfs, const char* name, int sync_dir) {
   }
   return rc;
 }
-int Access(sqlite3_vfs* vfs, const char* name, int flags, int* out) {
-  return StateOf(vfs)->real->xAccess(StateOf(vfs)->real, name, flags, out);
-}
-int FullPathname(sqlite3_vfs* vfs, const char* name, int n, char* out) {
-  return StateOf(vfs)->real->xFullPathname(StateOf(vfs)->real, name, n, out);
-}
-void* DlOpen(sqlite3_vfs* vfs, const char* name) {
-  return StateOf(vfs)->real->xDlOpen(StateOf(vfs)->real, name);
-}
-void DlError(sqlite3_vfs* vfs, int n, char* out) {
-  StateOf(vfs)->real->xDlError(StateOf(vfs)->real, n, out);
-}
-void (*DlSym(sqlite3_vfs* vfs, void* h, const char* sym))(void) {
-  return StateOf(vfs)->real->xDlSym(StateOf(vfs)->real, h, sym);
-}
-void DlClose(sqlite3_vfs* vfs, void* h) { StateOf(vfs)->real->xDlClose(StateOf(vfs)->real, h); }
-int Randomness(sqlite3_vfs* vfs, int n, char* out) {
-  return StateOf(vfs)->real->xRandomness(StateOf(vfs)->real, n, out);
-}
-int Sleep(sqlite3_vfs* vfs, int us) { return StateOf(vfs)->real->xSleep(StateOf(vfs)->real, us); }
-int CurrentTime(sqlite3_vfs* vfs, double* out) {
-  return StateOf(vfs)->real->xCurrentTime(StateOf(vfs)->real, out);
-}
-int GetLastError(sqlite3_vfs* vfs, int n, char* out) {
-  return StateOf(vfs)->real->xGetLastError(StateOf(vfs)->real, n, out);
-}
-int CurrentTimeInt64(sqlite3_vfs* vfs, sqlite3_int64* out) {
-  return StateOf(vfs)->real->xCurrentTimeInt64(StateOf(vfs)->real, out);
-}
-
 }  // namespace
 
 PowerLossVfs::PowerLossVfs() : state_(new State) {
   State* s = state_;
   s->real = sqlite3_vfs_find(nullptr);
   FOLIO_CHECK_MSG(s->real != nullptr && s->real->iVersion >= 2, "no default SQLite VFS");
-  sqlite3_vfs& v = s->vfs;
-  v.iVersion = 2;
-  v.szOsFile = static_cast<int>(sizeof(PlFile)) + s->real->szOsFile;
-  v.mxPathname = s->real->mxPathname;
-  v.zName = kName;
-  v.pAppData = s;
-  v.xOpen = Open;
-  v.xDelete = Delete;
-  v.xAccess = Access;
-  v.xFullPathname = FullPathname;
-  v.xDlOpen = DlOpen;
-  v.xDlError = DlError;
-  v.xDlSym = DlSym;
-  v.xDlClose = DlClose;
-  v.xRandomness = Randomness;
-  v.xSleep = Sleep;
-  v.xCurrentTime = CurrentTime;
-  v.xGetLastError = GetLastError;
-  v.xCurrentTimeInt64 = CurrentTimeInt64;
-  FOLIO_CHECK_MSG(sqlite3_vfs_register(&v, /*makeDflt=*/0) == SQLITE_OK,
+  InitForwardingVfs(s, kName, static_cast<int>(sizeof(PlFile)) + s->real->szOsFile, Open, Delete);
+  FOLIO_CHECK_MSG(sqlite3_vfs_register(&s->vfs, /*makeDflt=*/0) == SQLITE_OK,
                   "cannot register the power-loss VFS");
 }
 

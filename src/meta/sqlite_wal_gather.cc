@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "meta/sqlite_vfs_forward.h"
+
 namespace folio::meta {
 namespace {
 
@@ -25,10 +27,8 @@ constexpr size_t kMaxGatherBytes = 64 << 10;
 
 std::atomic<uint64_t> g_writes_in{0}, g_writes_out{0};
 
-// One gathering VFS: the sqlite3_vfs SQLite sees, and the VFS it wraps.
-struct GatherVfs {
-  sqlite3_vfs vfs{};
-  sqlite3_vfs* real = nullptr;
+// One gathering VFS over the VFS it wraps (ForwardingVfs::real).
+struct GatherVfs : ForwardingVfs {
   std::string name;
 };
 
@@ -170,10 +170,8 @@ const sqlite3_io_methods kWalMethods = {
     WalDeviceCharacteristics, nullptr, nullptr, nullptr,
     nullptr,   nullptr,        nullptr};
 
-GatherVfs* Of(sqlite3_vfs* vfs) { return static_cast<GatherVfs*>(vfs->pAppData); }
-
 int Open(sqlite3_vfs* vfs, const char* name, sqlite3_file* file, int flags, int* out_flags) {
-  sqlite3_vfs* real = Of(vfs)->real;
+  sqlite3_vfs* real = ForwardingOf(vfs)->real;
   if ((flags & SQLITE_OPEN_WAL) == 0) {
     // Not a WAL: the wrapped VFS's own file object, in the same memory.
     return real->xOpen(real, name, file, flags, out_flags);
@@ -198,45 +196,6 @@ int Open(sqlite3_vfs* vfs, const char* name, sqlite3_file* file, int flags, int*
   return SQLITE_OK;
 }
 
-int Delete(sqlite3_vfs* vfs, const char* name, int sync_dir) {
-  return Of(vfs)->real->xDelete(Of(vfs)->real, name, sync_dir);
-}
-int Access(sqlite3_vfs* vfs, const char* name, int flags, int* out) {
-  return Of(vfs)->real->xAccess(Of(vfs)->real, name, flags, out);
-}
-int FullPathname(sqlite3_vfs* vfs, const char* name, int n, char* out) {
-  return Of(vfs)->real->xFullPathname(Of(vfs)->real, name, n, out);
-}
-void* DlOpen(sqlite3_vfs* vfs, const char* name) {
-  return Of(vfs)->real->xDlOpen(Of(vfs)->real, name);
-}
-void DlError(sqlite3_vfs* vfs, int n, char* out) { Of(vfs)->real->xDlError(Of(vfs)->real, n, out); }
-void (*DlSym(sqlite3_vfs* vfs, void* h, const char* sym))(void) {
-  return Of(vfs)->real->xDlSym(Of(vfs)->real, h, sym);
-}
-void DlClose(sqlite3_vfs* vfs, void* h) { Of(vfs)->real->xDlClose(Of(vfs)->real, h); }
-int Randomness(sqlite3_vfs* vfs, int n, char* out) {
-  return Of(vfs)->real->xRandomness(Of(vfs)->real, n, out);
-}
-int Sleep(sqlite3_vfs* vfs, int us) { return Of(vfs)->real->xSleep(Of(vfs)->real, us); }
-int CurrentTime(sqlite3_vfs* vfs, double* out) {
-  return Of(vfs)->real->xCurrentTime(Of(vfs)->real, out);
-}
-int GetLastError(sqlite3_vfs* vfs, int n, char* out) {
-  sqlite3_vfs* real = Of(vfs)->real;
-  return real->xGetLastError != nullptr ? real->xGetLastError(real, n, out) : 0;
-}
-int CurrentTimeInt64(sqlite3_vfs* vfs, sqlite3_int64* out) {
-  sqlite3_vfs* real = Of(vfs)->real;
-  if (real->iVersion >= 2 && real->xCurrentTimeInt64 != nullptr) {
-    return real->xCurrentTimeInt64(real, out);
-  }
-  double d = 0;
-  const int rc = real->xCurrentTime(real, &d);
-  *out = static_cast<sqlite3_int64>(d * 86400000.0);
-  return rc;
-}
-
 std::mutex g_mu;
 std::map<std::string, std::unique_ptr<GatherVfs>>* g_vfs = nullptr;  // GUARDED_BY(g_mu), never freed
 
@@ -254,27 +213,9 @@ Result<std::string> WalGatherVfs(const std::string& base) {
   auto g = std::make_unique<GatherVfs>();
   g->real = real;
   g->name = "folio-wal-gather" + (base.empty() ? std::string() : "-" + base);
-  sqlite3_vfs& v = g->vfs;
-  v.iVersion = 2;
-  v.szOsFile = std::max(real->szOsFile,
-                        static_cast<int>(RealOffset()) + real->szOsFile);
-  v.mxPathname = real->mxPathname;
-  v.zName = g->name.c_str();
-  v.pAppData = g.get();
-  v.xOpen = Open;
-  v.xDelete = Delete;
-  v.xAccess = Access;
-  v.xFullPathname = FullPathname;
-  v.xDlOpen = DlOpen;
-  v.xDlError = DlError;
-  v.xDlSym = DlSym;
-  v.xDlClose = DlClose;
-  v.xRandomness = Randomness;
-  v.xSleep = Sleep;
-  v.xCurrentTime = CurrentTime;
-  v.xGetLastError = GetLastError;
-  v.xCurrentTimeInt64 = CurrentTimeInt64;
-  const int rc = sqlite3_vfs_register(&v, 0);
+  InitForwardingVfs(g.get(), g->name.c_str(), static_cast<int>(RealOffset()) + real->szOsFile,
+                    Open);
+  const int rc = sqlite3_vfs_register(&g->vfs, 0);
   if (rc != SQLITE_OK) {
     return Status::IOError(fmt::format("registering SQLite VFS {}: {}", g->name, sqlite3_errstr(rc)));
   }
