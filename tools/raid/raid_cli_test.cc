@@ -65,7 +65,10 @@ TEST(RaidCli, CreateCopyCheckFailReplace) {
   EXPECT_GE(written_kib, array_bytes / 1024 * 3 / 2);
   EXPECT_GT(io["full_stripe_writes"].get<uint64_t>(), 0u);
   EXPECT_GT(io["parity_seconds"].get<double>(), 0);
-  EXPECT_GE(io["cpu_seconds"].get<double>(), io["parity_seconds"].get<double>());
+  EXPECT_GT(io["cpu_seconds"].get<double>(), 0);
+  // Parity is wall-clock time inside the copy's one thread (CI's load can preempt it, so it is
+  // not bounded by the CPU time): never more than the copy took.
+  EXPECT_LE(io["parity_seconds"].get<double>(), o.json()["seconds"].get<double>());
   o = RunCommand({"copy", spec, "file:" + out});
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("src RAID I/O:"), std::string::npos) << o.out;
@@ -78,7 +81,7 @@ TEST(RaidCli, CreateCopyCheckFailReplace) {
   EXPECT_EQ(o.json()["io"]["members"].size(), 3u);
   o = RunCommand({"raid", "check", a, b, c});
   ASSERT_EQ(o.code, 0) << o.err;
-  EXPECT_NE(o.out.find("parity,"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("in the RAID I/O path; parity code:"), std::string::npos) << o.out;
   // Bytes flipped on a member: check finds them (and still exits 0), repair fixes them.
   PatchFile(b, (1 << 20) + 100, "garbage");
   o = RunCommand({"raid", "check", "--json", a, b, c});
