@@ -2,7 +2,8 @@
 // PutInode and one AppendSlice each, as a write's slice commit does) at 1, 4 and 16 threads,
 // with group commit (the default) and without (SqliteTuning::group_commit_max = 1: every
 // transaction its own COMMIT and WAL fsync), side by side in one run, synchronous=FULL, on a
-// database under $TMPDIR (put TMPDIR on the disk you care about: tmpfs fsyncs are free).
+// database under $TMPDIR (put TMPDIR on the disk you care about: tmpfs fsyncs are free). The
+// synchronous_normal rows are the same transactions with no fsync at all: SQLite's own cost.
 //
 // Counters: txn/s (items_per_second), commits_per_txn (physical commits / transactions).
 // Run in Release: build/release/src/meta/meta_bench --benchmark_repetitions=3
@@ -27,14 +28,16 @@ struct Shared {
 };
 Shared* g_shared = nullptr;
 
-void Setup(size_t group_commit_max) {
+void Setup(size_t group_commit_max, const char* synchronous) {
   g_shared = new Shared;
   std::string tmpl = (std::filesystem::temp_directory_path() / "folio-meta-bench-XXXXXX").string();
   FOLIO_CHECK(mkdtemp(tmpl.data()) != nullptr);
   g_shared->dir = tmpl;
   SqliteTuning tuning;
   tuning.group_commit_max = group_commit_max;
-  auto engine = OpenSqliteEngine(g_shared->dir + "/meta.db", MetaOpenOptions{}, tuning);
+  MetaOpenOptions options;
+  options.sqlite_synchronous = synchronous;
+  auto engine = OpenSqliteEngine(g_shared->dir + "/meta.db", options, tuning);
   FOLIO_CHECK(engine.ok());
   g_shared->engine = std::move(*engine);
   FOLIO_CHECK(g_shared->engine->Init(MetaEngine::InitMode::kCreate).ok());
@@ -51,8 +54,8 @@ void Teardown(benchmark::State& state) {
   g_shared = nullptr;
 }
 
-void BM_WriteTxn(benchmark::State& state, size_t group_commit_max) {
-  if (state.thread_index() == 0) Setup(group_commit_max);
+void BM_WriteTxn(benchmark::State& state, size_t group_commit_max, const char* synchronous) {
+  if (state.thread_index() == 0) Setup(group_commit_max, synchronous);
   const uint64_t base = 1000 + static_cast<uint64_t>(state.thread_index()) * 1'000'000;
   uint64_t i = 0;
   for (auto _ : state) {
@@ -76,9 +79,12 @@ void BM_WriteTxn(benchmark::State& state, size_t group_commit_max) {
   if (state.thread_index() == 0) Teardown(state);
 }
 
-BENCHMARK_CAPTURE(BM_WriteTxn, group_commit, 64)->Threads(1)->Threads(4)->Threads(16)
+BENCHMARK_CAPTURE(BM_WriteTxn, group_commit, 64, "full")->Threads(1)->Threads(4)->Threads(16)
     ->UseRealTime()->MinTime(2.0);
-BENCHMARK_CAPTURE(BM_WriteTxn, no_group_commit, 1)->Threads(1)->Threads(4)->Threads(16)
+BENCHMARK_CAPTURE(BM_WriteTxn, no_group_commit, 1, "full")->Threads(1)->Threads(4)->Threads(16)
+    ->UseRealTime()->MinTime(2.0);
+// What a transaction costs with no fsync in it (`folio fs mount -o meta_sync=fsync`).
+BENCHMARK_CAPTURE(BM_WriteTxn, synchronous_normal, 64, "normal")->Threads(1)->Threads(4)
     ->UseRealTime()->MinTime(2.0);
 
 }  // namespace
