@@ -295,7 +295,10 @@ if [ -n "$PID_A" ] && touch "$MA/lockstop" && lock_holder flock "$MA/lockstop"; 
   check "A's flock is released after the session timeout (5 s) and B's cleanup" \
     wait_lock flock "$MB/lockstop" 40
   waited=$((SECONDS - stopped_at))
-  if [ "$waited" -ge 5 ]; then ok "not before the timeout ($waited s)"; else fail "released after $waited s, before the 5 s timeout"; fi
+  # The 5 s run from A's last heartbeat, which was up to 1.25 s (timeout / 4) before the stop,
+  # and whole seconds of $SECONDS round the wait down: 3 s is the earliest a correct release
+  # shows (it showed 4 s once under load). Earlier would mean a live session was cleaned.
+  if [ "$waited" -ge 3 ]; then ok "not before the timeout ($waited s)"; else fail "released after $waited s, before the 5 s timeout (less 1.25 s between heartbeats)"; fi
   kill -CONT "$PID_A"
   sleep 3   # A beats again: its session is registered again
   check "A, continued, serves again" cmp "$T/synced" "$MA/synced"
