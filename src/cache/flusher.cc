@@ -35,6 +35,7 @@
 
 #include <fmt/format.h>
 
+#include "base/may_block.h"
 #include "base/units.h"
 #include "cache/address_space_impl.h"
 #include "cache/cache_impl.h"
@@ -110,6 +111,7 @@ void PageCacheImpl::ThrottleWriter(AddressSpaceImpl* as, uint64_t bytes) {
   const uint64_t t0 = MonotonicNowNs();
   if (dirty >= dirty_limit_bytes_) {
     CacheCounters::Add(counters_.throttled_writes);
+    MayBlock();
     auto over = [&] {
       return counters_.dirty_bytes.load(std::memory_order_relaxed) >= dirty_limit_bytes_;
     };
@@ -131,6 +133,7 @@ void PageCacheImpl::ThrottleWriter(AddressSpaceImpl* as, uint64_t bytes) {
   const uint64_t pause = std::min(owed_pause_ns, kMaxPauseNs);
   owed_pause_ns = 0;
   CacheCounters::Add(counters_.throttled_writes);
+  MayBlock();
   std::this_thread::sleep_for(std::chrono::nanoseconds(pause));
   CacheCounters::Add(counters_.throttled_ns, MonotonicNowNs() - t0);
 }

@@ -9,6 +9,7 @@
 #include "base/cache_line.h"
 #include "base/copy.h"
 #include "base/cpu_relax.h"
+#include "base/may_block.h"
 #include "cache/lock_rank.h"
 
 namespace folio::cache {
@@ -79,6 +80,7 @@ void WaitFolioClear(Folio* f, uint32_t bits) {
     if ((f->flags.load(std::memory_order_acquire) & bits) == 0) return;
     CpuRelax();
   }
+  MayBlock();
   WaitBucket& b = BucketOf(f);
   std::unique_lock<std::mutex> lock(b.mu);
   for (;;) {

@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "base/clock.h"
+#include "base/may_block.h"
 #include "fs/data_path.h"
 #include "fs/fs_internal.h"
 #include "fs/slice_view.h"
@@ -334,10 +335,12 @@ Status InodeDevice::Write(uint64_t pos, const char* src, uint64_t len) {
   // At most kPutsPerDeviceMax puts in flight, and the buffers of blocks not durable yet
   // bounded: a background sync of one batch runs while the next one fills.
   std::unique_lock<std::mutex> lock(mu_);
-  puts_cv_.wait(lock, [&] {
+  auto room = [&] {
     return puts_in_flight_ < kPutsPerDeviceMax &&
            written_bytes_ + syncing_bytes_ < 2 * sync_batch_bytes_;
-  });
+  };
+  if (!room()) MayBlock();
+  puts_cv_.wait(lock, room);
   return Status::OK();
 }
 
@@ -481,11 +484,13 @@ void InodeDevice::OnPutDone(store::StoreRequest* req) {
 
 void InodeDevice::WaitPutsBelow(uint32_t limit) {
   std::unique_lock<std::mutex> lock(mu_);
+  if (puts_in_flight_ >= limit) MayBlock();
   puts_cv_.wait(lock, [&] { return puts_in_flight_ < limit; });
 }
 
 void InodeDevice::WaitIoIdle() {
   std::unique_lock<std::mutex> lock(mu_);
+  if (puts_in_flight_ != 0 || syncs_in_flight_ != 0) MayBlock();
   puts_cv_.wait(lock, [&] { return puts_in_flight_ == 0 && syncs_in_flight_ == 0; });
 }
 
@@ -666,6 +671,7 @@ Status InodeDevice::FlushAndCommit() {
     }
     if (sync) SubmitSync(std::move(sync));
     std::unique_lock<std::mutex> lock(mu_);
+    if (syncs_in_flight_ != 0) MayBlock();
     puts_cv_.wait(lock, [&] { return syncs_in_flight_ == 0; });
   }
   {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "base/may_block.h"
 #include "fs/data_path.h"
 #include "fs/file_data.h"
 #include "fs/file_system.h"
@@ -27,6 +28,7 @@ Status RetryLock(bool wait, const std::function<bool()>& interrupted,
     Status s = attempt();
     if (!wait || s.ToErrno() != EAGAIN) return s;
     if (interrupted && interrupted()) return Errno(EINTR, "lock wait interrupted");
+    MayBlock();  // the holder's unlock may be the next request
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(100));
   }

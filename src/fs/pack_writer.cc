@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "base/may_block.h"
 #include "fs/data_path.h"
 #include "fs/fs_internal.h"
 #include "fs/slice_refs.h"
@@ -53,6 +54,7 @@ void PackTicket::Finish(const Status& s) {
 
 Status PackTicket::Wait() {
   std::unique_lock<std::mutex> lock(mu_);
+  if (!done_) MayBlock();
   cv_.wait(lock, [&] { return done_; });
   return status_;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/check.h"
+#include "base/may_block.h"
 
 namespace folio::fs {
 
@@ -19,6 +20,7 @@ void StoreLatch::Done() {
 
 void StoreLatch::Wait() {
   std::unique_lock<std::mutex> lock(mu_);
+  if (pending_ != 0) MayBlock();
   cv_.wait(lock, [&] { return pending_ == 0; });
 }
 

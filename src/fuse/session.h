@@ -1,4 +1,5 @@
-// FuseServer: one mounted FUSE file system served by libfuse's multi-threaded low-level loop.
+// FuseServer: one mounted FUSE file system, its requests served by a RequestLoop (one reading
+// thread at a time, request_loop.h) over libfuse's low-level session.
 //
 // Life cycle:
 //
@@ -6,7 +7,8 @@
 //            table, mounts (as "folio:<pid>"); on any error nothing is left mounted
 //   Run()    serves requests on up to max_threads worker threads until the mount goes away:
 //            an unmount from any process (`folio export --unmount`, umount, fusermount3 -u)
-//            or RequestUnmount() (what the SIGINT / SIGTERM handler calls)
+//            or RequestUnmount() (what the SIGINT / SIGTERM handler calls); then logs how
+//            often the reading moved between threads
 //   ~FuseServer  unmounts if still mounted and destroys the session
 //
 // The loop ends only when the kernel ends the connection, so a lazy unmount keeps serving the

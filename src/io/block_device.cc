@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/may_block.h"
 #include "base/units.h"
 #include "io/device_util.h"
 
@@ -93,6 +94,7 @@ void DeviceStats::Reset() {
 Status BlockDevice::SubmitAndWait(IoRequest* req) {
   IoRequest* batch[1] = {req};
   FOLIO_RETURN_IF_ERROR(Submit(batch));
+  if (!req->completed.load(std::memory_order_acquire)) MayBlock();
   while (!req->completed.load(std::memory_order_acquire)) {
     Result<size_t> n = Poll(1);
     if (!n.ok()) return n.status();

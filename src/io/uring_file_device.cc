@@ -24,6 +24,7 @@
 
 #include "base/check.h"
 #include "base/clock.h"
+#include "base/may_block.h"
 #include "folio/arena.h"
 #include "io/completion_queue.h"
 #include "io/device_util.h"
@@ -398,6 +399,7 @@ Result<size_t> UringFileDevice::Poll(size_t min_complete) {
     FOLIO_RETURN_IF_ERROR(Flush(ring));
     if (ring->completions.empty() && completed < min_complete) {
       if (ring->busy_slots() == 0) break;
+      MayBlock();
       FOLIO_RETURN_IF_ERROR(Reap(ring, /*wait=*/true));
     }
     while (!ring->completions.empty()) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/may_block.h"
 #include "meta/empty_txn.h"
 #include "meta/meta_stats.h"
 #include "meta/redis_conn.h"
@@ -197,6 +198,7 @@ Result<bool> RedisEngine::ProbeSchema(RedisConn& conn) {
 Status RedisEngine::Transact(std::string_view op, TxnMode mode,
                              const std::function<Status(Txn&)>& fn) {
   FOLIO_CHECK_MSG(!InFnOf(this), "MetaEngine::Transact called from inside fn");
+  MayBlock();  // round trips to the server
   OpTimer timer(ops_.Get(op));
   if (mode == TxnMode::kWrite && options_.read_only) {
     return timer.Finish(Status::InvalidArgument(

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/may_block.h"
 #include "meta/empty_txn.h"
 #include "meta/meta_stats.h"
 #include "meta/sqlite_conn.h"
@@ -392,6 +393,7 @@ Status SqliteEngine::WriteTxn(OpTimer& timer, const std::function<Status(Txn&)>&
     MemberResult r = WriteAttempt(fn, deadline, &batch);
     if (r.member) {
       std::unique_lock lock(done_mu_);
+      if (!batch->done) MayBlock();  // another writer's COMMIT (and fsync) ends this batch
       done_cv_.wait(lock, [&] { return batch->done; });
       if (!batch->retry) return batch->status;
     } else if (!r.retry) {
@@ -495,6 +497,7 @@ void SqliteEngine::CommitLocked(Clock::time_point deadline) {
     return;
   }
   Status s;
+  if (options_.sqlite_synchronous == "full") MayBlock();  // the COMMIT fsyncs the WAL
   for (int attempt = 0;; ++attempt) {
     s = writer_->Exec("COMMIT");
     if (s.ok() || s.code() != StatusCode::kBusy || writer_->autocommit() ||
@@ -646,6 +649,7 @@ Status SqliteEngine::Sync() {
     synced_commits_ = commits;
     return Status::OK();
   }
+  MayBlock();
   if (rc == SQLITE_OK) rc = wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
   if (rc != SQLITE_OK) {
     return Status::IOError(fmt::format(

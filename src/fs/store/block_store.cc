@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "base/may_block.h"
 #include "io/device_util.h"
 
 namespace folio::store {
@@ -136,6 +137,7 @@ Status BlockStore::SubmitAndWait(StoreRequest* req) {
   req->ctx = &waiter;
   Submit(req);
   std::unique_lock<std::mutex> lock(waiter.mu);
+  if (!waiter.done) MayBlock();
   waiter.cv.wait(lock, [&] { return waiter.done; });
   req->done = nullptr;
   req->ctx = nullptr;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "base/may_block.h"
 #include "fs/store/dev_store_impl.h"
 #include "fs/store/sector_codec.h"
 #include "base/clock.h"
@@ -96,7 +97,9 @@ void DevStoreImpl::Submit(std::span<StoreRequest* const> batch) {
     }
     std::unique_lock<std::mutex> lock(mu_);
     if (!from_io) {
-      cv_.wait(lock, [&] { return closing_ || queued_or_running_ < options_.queue_depth_max; });
+      auto room = [&] { return closing_ || queued_or_running_ < options_.queue_depth_max; };
+      if (!room()) MayBlock();
+      cv_.wait(lock, room);
     }
     if (closing_) {
       lock.unlock();
@@ -131,6 +134,7 @@ Status DevStoreImpl::Clean(double live_fraction_max) {
     cv_.notify_all();
   }
   std::unique_lock<std::mutex> lock(c.mu);
+  if (!c.done) MayBlock();
   c.cv.wait(lock, [&] { return c.done; });
   return c.result;
 }

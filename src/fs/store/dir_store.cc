@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/aligned_buffer.h"
+#include "base/may_block.h"
 #include "fs/store/sector_codec.h"
 #include "fs/store/store_files.h"
 #include "base/clock.h"
@@ -93,9 +94,9 @@ void DirStore::Submit(std::span<StoreRequest* const> batch) {
     }
     std::unique_lock<std::mutex> lock(mu_);
     if (!from_worker) {
-      room_cv_.wait(lock, [&] {
-        return closing_ || queue_.size() + running_ < options_.queue_depth_max;
-      });
+      auto room = [&] { return closing_ || queue_.size() + running_ < options_.queue_depth_max; };
+      if (!room()) MayBlock();
+      room_cv_.wait(lock, room);
     }
     if (closing_) {
       lock.unlock();

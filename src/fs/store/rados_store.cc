@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/may_block.h"
 #include "fs/store/sector_codec.h"
 #include "io/device_util.h"
 
@@ -220,7 +221,9 @@ void RadosStore::Submit(std::span<StoreRequest* const> batch) {
     {
       std::unique_lock lock(mu_);
       if (!from_completion) {
-        cv_.wait(lock, [&] { return closing_ || in_flight_ < options_.queue_depth_max; });
+        auto room = [&] { return closing_ || in_flight_ < options_.queue_depth_max; };
+        if (!room()) MayBlock();
+        cv_.wait(lock, room);
       }
       if (closing_) {
         lock.unlock();
