@@ -134,8 +134,10 @@ TEST(RequestLoopTest, TheWatchdogHandsOnARequestThatWaitsWithoutAHint) {
   RequestLoopStats s;
   RunWaitForALaterRequest(/*hint=*/false, /*stall_ns=*/5'000'000, &s);
   EXPECT_EQ(s.handoffs_hinted, 0u);
-  EXPECT_EQ(s.handoffs_stalled, 1u);
-  EXPECT_EQ(s.threads, 2u);
+  // At least the first request's stall; a loaded machine (qemu, sanitizers) may also hold the
+  // second one past 5 ms, and the watchdog then hands on once more.
+  EXPECT_GE(s.handoffs_stalled, 1u);
+  EXPECT_GE(s.threads, 2u);
 }
 
 // Hints from threads that do not read (a background flusher's waits) and a second hint in one
