@@ -6,6 +6,7 @@
 // already running, without waking another.
 //
 //   MayBlock();                       // before a wait that may last
+//   WaitWithHint(cv, lock, pred);     // cv.wait(lock, pred), hinting first if pred() is false
 //   ScopedMayBlockHook h(fn, arg);    // fn(arg) runs at the thread's MayBlock() calls
 //
 // A missing MayBlock() before a wait is never wrong, only slower: the loop's watchdog hands
@@ -29,6 +30,14 @@ extern thread_local MayBlockSlot may_block_slot;
 inline void MayBlock() {
   internal::MayBlockSlot& s = internal::may_block_slot;
   if (s.fn != nullptr) s.fn(s.arg);
+}
+
+// cv.wait(lock, pred) that calls MayBlock() first when pred() does not already hold: a wait
+// that returns at once hands nothing on. `lock` is held, as for cv.wait.
+template <typename CondVar, typename Lock, typename Pred>
+void WaitWithHint(CondVar& cv, Lock& lock, Pred pred) {
+  if (!pred()) MayBlock();
+  cv.wait(lock, pred);
 }
 
 // Installs fn(arg) as the calling thread's hook for the scope's lifetime (restoring the one

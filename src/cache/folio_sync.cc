@@ -80,14 +80,18 @@ void WaitFolioClear(Folio* f, uint32_t bits) {
     if ((f->flags.load(std::memory_order_acquire) & bits) == 0) return;
     CpuRelax();
   }
-  MayBlock();
   WaitBucket& b = BucketOf(f);
   std::unique_lock<std::mutex> lock(b.mu);
+  bool hinted = false;
   for (;;) {
     // Announcing and testing in one RMW on flags orders us against the waker's clearing RMW:
     // either we see the bits clear, or the waker sees kFolioWaiters and notifies under b.mu.
     uint32_t old = f->flags.fetch_or(kFolioWaiters, std::memory_order_acq_rel);
     if ((old & bits) == 0) return;
+    if (!hinted) {  // a real wait for I/O follows (the hook takes no lock of the cache)
+      hinted = true;
+      MayBlock();
+    }
     // The timeout only bounds the cost of a bug; every clear of a waited bit wakes.
     b.cv.wait_for(lock, std::chrono::milliseconds(100));
   }

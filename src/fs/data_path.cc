@@ -265,8 +265,7 @@ Status DataPath::Close(const std::shared_ptr<FileData>& data) {
     if (--data->opens > 0) return Status::OK();
     // An unlink or rename that marked the file has not returned: whether the file is still
     // linked is known when it does (never called from inside such a transaction).
-    if (data->pending_marks != 0) MayBlock();
-    marks_cv_.wait(lock, [&] { return data->pending_marks == 0; });
+    WaitWithHint(marks_cv_, lock, [&] { return data->pending_marks == 0; });
     if (data->opens > 0) return Status::OK();  // opened again meanwhile: its close decides
     sustained = data->sustain_marks > 0;
     if (!sustained) {

@@ -339,8 +339,7 @@ Status InodeDevice::Write(uint64_t pos, const char* src, uint64_t len) {
     return puts_in_flight_ < kPutsPerDeviceMax &&
            written_bytes_ + syncing_bytes_ < 2 * sync_batch_bytes_;
   };
-  if (!room()) MayBlock();
-  puts_cv_.wait(lock, room);
+  WaitWithHint(puts_cv_, lock, room);
   return Status::OK();
 }
 
@@ -484,14 +483,12 @@ void InodeDevice::OnPutDone(store::StoreRequest* req) {
 
 void InodeDevice::WaitPutsBelow(uint32_t limit) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (puts_in_flight_ >= limit) MayBlock();
-  puts_cv_.wait(lock, [&] { return puts_in_flight_ < limit; });
+  WaitWithHint(puts_cv_, lock, [&] { return puts_in_flight_ < limit; });
 }
 
 void InodeDevice::WaitIoIdle() {
   std::unique_lock<std::mutex> lock(mu_);
-  if (puts_in_flight_ != 0 || syncs_in_flight_ != 0) MayBlock();
-  puts_cv_.wait(lock, [&] { return puts_in_flight_ == 0 && syncs_in_flight_ == 0; });
+  WaitWithHint(puts_cv_, lock, [&] { return puts_in_flight_ == 0 && syncs_in_flight_ == 0; });
 }
 
 std::unique_ptr<InodeDevice::SyncCtx> InodeDevice::TakeWrittenLocked() {
@@ -671,8 +668,7 @@ Status InodeDevice::FlushAndCommit() {
     }
     if (sync) SubmitSync(std::move(sync));
     std::unique_lock<std::mutex> lock(mu_);
-    if (syncs_in_flight_ != 0) MayBlock();
-    puts_cv_.wait(lock, [&] { return syncs_in_flight_ == 0; });
+    WaitWithHint(puts_cv_, lock, [&] { return syncs_in_flight_ == 0; });
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

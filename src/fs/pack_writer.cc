@@ -54,8 +54,7 @@ void PackTicket::Finish(const Status& s) {
 
 Status PackTicket::Wait() {
   std::unique_lock<std::mutex> lock(mu_);
-  if (!done_) MayBlock();
-  cv_.wait(lock, [&] { return done_; });
+  WaitWithHint(cv_, lock, [&] { return done_; });
   return status_;
 }
 

@@ -20,8 +20,7 @@ void StoreLatch::Done() {
 
 void StoreLatch::Wait() {
   std::unique_lock<std::mutex> lock(mu_);
-  if (pending_ != 0) MayBlock();
-  cv_.wait(lock, [&] { return pending_ == 0; });
+  WaitWithHint(cv_, lock, [&] { return pending_ == 0; });
 }
 
 void StoreLatch::OnDone(store::StoreRequest* req) { static_cast<StoreLatch*>(req->ctx)->Done(); }

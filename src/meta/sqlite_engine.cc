@@ -393,8 +393,8 @@ Status SqliteEngine::WriteTxn(OpTimer& timer, const std::function<Status(Txn&)>&
     MemberResult r = WriteAttempt(fn, deadline, &batch);
     if (r.member) {
       std::unique_lock lock(done_mu_);
-      if (!batch->done) MayBlock();  // another writer's COMMIT (and fsync) ends this batch
-      done_cv_.wait(lock, [&] { return batch->done; });
+      // Another writer's COMMIT (and fsync) ends this batch.
+      WaitWithHint(done_cv_, lock, [&] { return batch->done; });
       if (!batch->retry) return batch->status;
     } else if (!r.retry) {
       return r.status;

@@ -137,8 +137,7 @@ Status BlockStore::SubmitAndWait(StoreRequest* req) {
   req->ctx = &waiter;
   Submit(req);
   std::unique_lock<std::mutex> lock(waiter.mu);
-  if (!waiter.done) MayBlock();
-  waiter.cv.wait(lock, [&] { return waiter.done; });
+  WaitWithHint(waiter.cv, lock, [&] { return waiter.done; });
   req->done = nullptr;
   req->ctx = nullptr;
   return req->status;

@@ -98,8 +98,7 @@ void DevStoreImpl::Submit(std::span<StoreRequest* const> batch) {
     std::unique_lock<std::mutex> lock(mu_);
     if (!from_io) {
       auto room = [&] { return closing_ || queued_or_running_ < options_.queue_depth_max; };
-      if (!room()) MayBlock();
-      cv_.wait(lock, room);
+      WaitWithHint(cv_, lock, room);
     }
     if (closing_) {
       lock.unlock();
@@ -134,8 +133,7 @@ Status DevStoreImpl::Clean(double live_fraction_max) {
     cv_.notify_all();
   }
   std::unique_lock<std::mutex> lock(c.mu);
-  if (!c.done) MayBlock();
-  c.cv.wait(lock, [&] { return c.done; });
+  WaitWithHint(c.cv, lock, [&] { return c.done; });
   return c.result;
 }
 

@@ -95,8 +95,7 @@ void DirStore::Submit(std::span<StoreRequest* const> batch) {
     std::unique_lock<std::mutex> lock(mu_);
     if (!from_worker) {
       auto room = [&] { return closing_ || queue_.size() + running_ < options_.queue_depth_max; };
-      if (!room()) MayBlock();
-      room_cv_.wait(lock, room);
+      WaitWithHint(room_cv_, lock, room);
     }
     if (closing_) {
       lock.unlock();

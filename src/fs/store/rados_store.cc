@@ -222,8 +222,7 @@ void RadosStore::Submit(std::span<StoreRequest* const> batch) {
       std::unique_lock lock(mu_);
       if (!from_completion) {
         auto room = [&] { return closing_ || in_flight_ < options_.queue_depth_max; };
-        if (!room()) MayBlock();
-        cv_.wait(lock, room);
+        WaitWithHint(cv_, lock, room);
       }
       if (closing_) {
         lock.unlock();
