@@ -20,6 +20,7 @@
 // and the file re-pointed in one transaction that checks it still names the old entry.
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "fs/data_path.h"
 #include "fs/file_data.h"
@@ -27,6 +28,7 @@
 #include "fs/slice_view.h"
 #include "fs/stats_counters.h"
 #include "fs/store_io.h"
+#include "base/clock.h"
 
 namespace folio::fs {
 
@@ -36,12 +38,28 @@ constexpr size_t kCompactionsPerPass = 16;
 
 }  // namespace
 
+bool KeepsSlice(const meta::Slice& s, const KeptCandidate& c, uint64_t block_bytes) {
+  // A stored slice (not a pack entry, whose pack is rewritten by its own rules), of which the
+  // chunk shows at least a block and at least half (the space it keeps is at most twice what
+  // it shows), in at most kKeptSegmentsMax pieces (the records the rewrite keeps for it).
+  return s.kind == meta::SliceKind::kBlocks && c.visible_bytes >= block_bytes &&
+         c.visible_bytes * 2 >= s.object_bytes && c.segments <= kKeptSegmentsMax;
+}
+
 Status DataPath::CompactNoted() {
   std::vector<std::pair<std::pair<uint64_t, uint32_t>, Appended>> work;
   {
+    const uint64_t now = MonotonicNowNs();
+    const uint64_t quiet_ns = static_cast<uint64_t>(ctx_.options.compact_quiet_ms) * 1000000;
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = compact_.begin(); it != compact_.end() && work.size() < kCompactionsPerPass;) {
       auto found = appended_.find(*it);
+      if (found != appended_.end() && found->second.last_append_ns + quiet_ns > now &&
+          found->second.records < ctx_.options.compact_slices_max) {
+        FsCounters::Add(ctx_.counters->compactions_hot);
+        ++it;  // written to lately: left for a later pass (FsOptions::compact_quiet_ms)
+        continue;
+      }
       work.emplace_back(*it, found != appended_.end() ? found->second : Appended{});
       if (found != appended_.end()) appended_.erase(found);
       it = compact_.erase(it);
@@ -71,18 +89,38 @@ Status DataPath::CompactChunk(InodeId ino, uint32_t chunk, const Appended& appen
   if (size <= base) return Status::OK();  // past the end: a truncate removes it
   const uint32_t end = static_cast<uint32_t>(std::min<uint64_t>(meta::kChunkBytes, size - base));
 
-  // The data extents the chunk shows, and their bytes.
+  // The data segments the chunk shows, and their bytes.
   std::vector<Segment> segs = ResolveSlices(old, 0, end);
-  std::vector<std::pair<uint32_t, uint32_t>> extents;  // (pos, len)
-  uint64_t bytes = 0;
+  auto data = [&](const Segment& seg) {
+    return seg.src >= 0 && old[seg.src].kind != meta::SliceKind::kZero;
+  };
+  // The stored slices the rewrite keeps naming instead of copying (KeepsSlice): those a large
+  // write left mostly visible, so a chunk overwritten by large writes is compacted by
+  // dropping the records they shadow, without reading or writing its data.
+  std::map<uint64_t, KeptCandidate> seen;  // by slice id
   for (const Segment& seg : segs) {
-    if (seg.src < 0 || old[seg.src].kind == meta::SliceKind::kZero) continue;
+    if (!data(seg)) continue;
+    KeptCandidate& k = seen[Raw(old[seg.src].id)];
+    k.visible_bytes += seg.len;
+    k.segments++;
+  }
+  auto kept = [&](const Segment& seg) {
+    const meta::Slice& sl = old[seg.src];
+    return KeepsSlice(sl, seen[Raw(sl.id)], bb);
+  };
+  std::vector<std::pair<uint32_t, uint32_t>> extents;  // (pos, len) of the bytes copied
+  uint64_t bytes = 0;       // every data byte the chunk shows
+  uint64_t copy_bytes = 0;  // those the rewrite copies into its new slice
+  for (const Segment& seg : segs) {
+    if (!data(seg)) continue;
+    bytes += seg.len;
+    if (kept(seg)) continue;
     if (!extents.empty() && extents.back().first + extents.back().second == seg.pos) {
       extents.back().second += seg.len;
     } else {
       extents.emplace_back(seg.pos, seg.len);
     }
-    bytes += seg.len;
+    copy_bytes += seg.len;
   }
   // Worth it when the small records appended pay for the rewrite (at most compact_write_amp
   // bytes written per byte appended), when most of what the list references is shadowed (space
@@ -93,24 +131,40 @@ Status DataPath::CompactChunk(InodeId ino, uint32_t chunk, const Appended& appen
   uint64_t referenced = 0;
   for (const meta::Slice& sl : old) referenced += sl.kind == meta::SliceKind::kZero ? 0 : sl.len;
   const uint64_t shadowed = referenced > bytes ? referenced - bytes : 0;
-  if (appended.records < o.compact_slices_max && appended.small_bytes * amp < bytes &&
+  if (appended.records < o.compact_slices_max && appended.small_bytes * amp < copy_bytes &&
       shadowed < bytes) {
     Appended later = appended;
     later.large_bytes = 0;
-    later.need_small = (bytes + amp - 1) / amp;
+    later.need_small = (copy_bytes + amp - 1) / amp;
     later.need_large = bytes - shadowed;
     NoteSlices(ino, chunk, later);
     FsCounters::Add(ctx_.counters->compactions_deferred);
     return Status::OK();
   }
   std::vector<meta::Slice> now;
+  for (const Segment& seg : segs) {  // the kept slices' records, one per run of a slice
+    if (!data(seg) || !kept(seg)) continue;
+    const meta::Slice& src = old[seg.src];
+    const uint32_t object_off = src.object_off + (seg.pos - src.pos);
+    if (!now.empty() && now.back().id == src.id && now.back().pos + now.back().len == seg.pos &&
+        now.back().object_off + now.back().len == object_off) {
+      now.back().len += seg.len;
+      continue;
+    }
+    meta::Slice r = src;
+    r.pos = seg.pos;
+    r.len = seg.len;
+    r.object_off = object_off;
+    now.push_back(r);
+  }
+  if (copy_bytes == 0 && now.size() >= old.size()) return Status::OK();  // nothing to gain
   meta::SliceId id{0};
-  if (bytes > 0) {
-    std::vector<char> buf(bytes);
+  if (copy_bytes > 0) {
+    std::vector<char> buf(copy_bytes);
     StoreBatch reads(ctx_.store);
     uint64_t at = 0;
     for (const Segment& seg : segs) {
-      if (seg.src < 0 || old[seg.src].kind == meta::SliceKind::kZero) continue;
+      if (!data(seg) || kept(seg)) continue;
       const meta::Slice& s = old[seg.src];
       AddObjectReads(&reads, s, s.object_off + (seg.pos - s.pos), seg.len, bb, buf.data() + at);
       at += seg.len;
@@ -118,8 +172,9 @@ Status DataPath::CompactChunk(InodeId ino, uint32_t chunk, const Appended& appen
     FOLIO_RETURN_IF_ERROR(reads.Run());
     FOLIO_ASSIGN_OR_RETURN(id, NewSliceId());
     StoreBatch puts(ctx_.store);
-    for (uint32_t b = 0; b < BlockCount(bytes, bb); ++b) {
-      puts.Put(BlockKey(Raw(id), b, bytes, bb), buf.data() + static_cast<uint64_t>(b) * bb);
+    for (uint32_t b = 0; b < BlockCount(copy_bytes, bb); ++b) {
+      puts.Put(BlockKey(Raw(id), b, copy_bytes, bb),
+               buf.data() + static_cast<uint64_t>(b) * bb);
     }
     FOLIO_RETURN_IF_ERROR(puts.Run());
     uint32_t off = 0;
@@ -128,13 +183,15 @@ Status DataPath::CompactChunk(InodeId ino, uint32_t chunk, const Appended& appen
       s.pos = pos;
       s.len = len;
       s.id = id;
-      s.object_bytes = static_cast<uint32_t>(bytes);
+      s.object_bytes = static_cast<uint32_t>(copy_bytes);
       s.object_off = off;
       s.kind = meta::SliceKind::kBlocks;
       now.push_back(s);
       off += len;
     }
   }
+  std::sort(now.begin(), now.end(),
+            [](const meta::Slice& a, const meta::Slice& b) { return a.pos < b.pos; });
   const int64_t delete_after = WallNs() + ctx_.format.deletion_grace_ms * 1000000;
   bool changed = false;
   Status s = ctx_.meta->Transact("compact", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
@@ -145,10 +202,10 @@ Status DataPath::CompactChunk(InodeId ino, uint32_t chunk, const Appended& appen
     return ApplyRefDelta(t, old, now, delete_after);
   });
   if (!s.ok() || changed) {
-    if (bytes > 0) {
+    if (copy_bytes > 0) {
       // Nobody names the new slice: delete it now.
       StoreBatch del(ctx_.store);
-      AddObjectDeletes(&del, meta::SliceKind::kBlocks, Raw(id), bytes, bb);
+      AddObjectDeletes(&del, meta::SliceKind::kBlocks, Raw(id), copy_bytes, bb);
       (void)del.Run();
     }
     if (changed) {
@@ -161,7 +218,8 @@ Status DataPath::CompactChunk(InodeId ino, uint32_t chunk, const Appended& appen
     return s;
   }
   FsCounters::Add(ctx_.counters->chunks_compacted);
-  FsCounters::Add(ctx_.counters->compaction_bytes, bytes);
+  FsCounters::Add(ctx_.counters->compaction_bytes, copy_bytes);
+  FsCounters::Add(ctx_.counters->compaction_kept_bytes, bytes - copy_bytes);
   if (std::shared_ptr<FileData> data = Find(ino)) data->device()->InvalidateChunk(chunk);
   return Status::OK();
 }

@@ -522,6 +522,7 @@ void DataPath::NoteSlices(InodeId ino, uint32_t chunk, const Appended& added) {
   a.large_bytes += added.large_bytes;
   a.need_small = std::max(a.need_small, added.need_small);
   a.need_large = std::max(a.need_large, added.need_large);
+  a.last_append_ns = std::max(a.last_append_ns, added.last_append_ns);
   const FsOptions& o = ctx_.options;
   if (a.records >= o.compact_slices &&
       (a.small_bytes >= a.need_small || a.large_bytes >= a.need_large ||

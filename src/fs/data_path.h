@@ -55,6 +55,16 @@ class DataPath;
 class FileData;
 class PackCommitter;
 
+// Compaction (compaction.cc) keeps naming a stored slice instead of copying its bytes when
+// the chunk shows at least a block and at least half of it, in at most kKeptSegmentsMax
+// pieces: a chunk overwritten by large writes is compacted without reading or writing data.
+inline constexpr uint32_t kKeptSegmentsMax = 8;
+struct KeptCandidate {
+  uint64_t visible_bytes = 0;  // of the slice, in the chunk's resolved view
+  uint32_t segments = 0;       // the pieces those bytes are in
+};
+bool KeepsSlice(const meta::Slice& s, const KeptCandidate& c, uint64_t block_bytes);
+
 // The marks DataPath::MarkSustainedIfOpen makes inside one write transaction (unlink, rename
 // over a file, FreeInode): those of runs of fn that did not commit (fn ran again, or the call
 // failed) are taken back, so a failed unlink of an open file leaves a file whose last close
@@ -177,6 +187,7 @@ class DataPath {
     // references shadowed. 0: not looked at yet.
     uint64_t need_small = 0;
     uint64_t need_large = 0;
+    uint64_t last_append_ns = 0;  // MonotonicNowNs() of the newest commit that appended
   };
   // A commit appended records to a chunk: a candidate for compaction (see FsOptions).
   void NoteSlices(InodeId ino, uint32_t chunk, const Appended& added);

@@ -9,6 +9,7 @@
 #include "fs/pack_writer.h"
 #include "fs/slice_refs.h"
 #include "fs/stats_counters.h"
+#include "base/clock.h"
 
 namespace folio::fs {
 
@@ -87,6 +88,7 @@ Result<InodeDevice::Owner::CommitOutcome> FileData::CommitRecords(std::span<cons
   for (const auto& [chunk, slices] : by_chunk) {
     DataPath::Appended a;
     a.records = slices.size();
+    a.last_append_ns = MonotonicNowNs();
     for (const meta::Slice& sl : slices) {
       (sl.len < ctx.format.block_bytes ? a.small_bytes : a.large_bytes) += sl.len;
     }

@@ -113,6 +113,11 @@ struct FsOptions {
   uint32_t compact_slices = 64;
   uint32_t compact_slices_max = 4096;
   uint32_t compact_write_amp = 8;
+  // A chunk this mount appended records to less than compact_quiet_ms ago is left for a later
+  // pass (unless it has compact_slices_max records): while a file is being rewritten, its next
+  // writes may shadow what a compaction would copy, and the compaction's reads and puts would
+  // compete with them. 0: compact at the first pass.
+  uint32_t compact_quiet_ms = 2000;
   // Packs whose live fraction is below this are rewritten.
   double pack_live_min = 0.5;
   // With a store that defers durability (BlockStore::DefersSync(): dir:), a file's blocks are
@@ -149,6 +154,8 @@ struct FsStats {
   uint64_t chunks_compacted = 0;
   uint64_t compaction_bytes = 0;
   uint64_t compactions_deferred = 0;  // looked at, left for more appends (compact_write_amp)
+  uint64_t compaction_kept_bytes = 0;  // bytes compacted by keeping the slices that held them
+  uint64_t compactions_hot = 0;  // looks at a chunk left because it was written to lately
   uint64_t deletions_done = 0;      // store objects deleted from the deletion queue
   uint64_t deletions_deferred = 0;  // queue items still in their grace period at the last pass
   uint64_t inodes_freed = 0;

@@ -1087,13 +1087,119 @@ TEST_F(DataTest, CompactionReclaimsAChunkMostlyShadowed) {
   for (uint64_t round = 0; round < 8; ++round) {
     WriteAndFsync(o.fh, 0, Pattern(2 << 20, 26 + round), &model);
   }
-  EXPECT_GE(Chunk(*ino, 0).size(), 9u);
+  const std::vector<meta::Slice> before = Chunk(*ino, 0);
+  EXPECT_GE(before.size(), 9u);
   ASSERT_TRUE(fs()->RunMaintenance().ok());
   EXPECT_EQ(fs()->Stats().chunks_compacted, 1u);
   EXPECT_EQ(fs()->Stats().compactions_deferred, 0u);
-  EXPECT_EQ(Chunk(*ino, 0).size(), 1u);
+  // The newest write shows the whole chunk: its slice is kept as it is, nothing is copied.
+  const std::vector<meta::Slice> after = Chunk(*ino, 0);
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0].id, before.back().id);
+  EXPECT_EQ(fs()->Stats().compaction_bytes, 0u);
+  EXPECT_EQ(fs()->Stats().compaction_kept_bytes, 2u << 20);
   EXPECT_EQ(PRead(o.fh, 0, model.size()), model);
   ASSERT_TRUE(fs()->Release(o.fh).ok());
+  ASSERT_TRUE(vol_.Remount().ok());
+  EXPECT_EQ(*ReadFile(fs(), *ino), model);
+}
+
+// A rewrite keeps a slice that shows at least a block and at least half of itself in a few
+// pieces, and copies the rest: here the second half of a file overwritten by one large write
+// is kept, and the first half, whose original slice scattered 4 KiB writes cut into many
+// pieces, is copied with them into one new slice. Every read sees the same bytes before and
+// after, also after a remount, and the objects of the records dropped go to the deletion
+// queue while the kept slice's stay.
+TEST_F(DataTest, CompactionKeepsLargeSlicesAndCopiesTheFragments) {
+  vol_.options().fs.compact_slices = 8;
+  vol_.options().fs.compact_write_amp = 8;
+  ASSERT_TRUE(vol_.Remount().ok());
+  std::string model = Pattern(4 << 20, 31);
+  Result<InodeId> ino = WriteFile(fs(), kRootInode, "f", model);
+  ASSERT_TRUE(ino.ok());
+  FileSystem::Opened o = OpenRw(*ino);
+  WriteAndFsync(o.fh, 2 << 20, Pattern(2 << 20, 32), &model);  // the second half, one slice
+  const meta::SliceId large = Chunk(*ino, 0).back().id;
+  std::mt19937_64 rng(33);
+  for (int i = 0; i < 200; ++i) {  // 800 KiB of scattered writes over the first half
+    WriteAndFsync(o.fh, (rng() % 512) * 4096, Pattern(4096, rng()), &model);
+  }
+  ASSERT_TRUE(fs()->RunMaintenance().ok());
+  EXPECT_EQ(fs()->Stats().chunks_compacted, 1u);
+  const std::vector<meta::Slice> after = Chunk(*ino, 0);
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_EQ(after[0].pos, 0u);
+  EXPECT_EQ(after[0].len, 2u << 20);
+  EXPECT_NE(after[0].id, large);  // the first half: copied into a new slice
+  EXPECT_EQ(after[1].pos, 2u << 20);
+  EXPECT_EQ(after[1].len, 2u << 20);
+  EXPECT_EQ(after[1].id, large);  // the second half: the large write's slice, kept
+  EXPECT_EQ(fs()->Stats().compaction_bytes, 2u << 20);
+  EXPECT_EQ(fs()->Stats().compaction_kept_bytes, 2u << 20);
+  EXPECT_EQ(PRead(o.fh, 0, model.size()), model);
+  ASSERT_TRUE(fs()->Release(o.fh).ok());
+  ASSERT_TRUE(vol_.Remount().ok());
+  EXPECT_EQ(*ReadFile(fs(), *ino), model);
+}
+
+// A slice that shows less than half of itself is copied, not kept (it would keep its whole
+// object alive for what little it shows): a 2 MiB write, then two of 1.5 MiB over its start.
+TEST_F(DataTest, CompactionCopiesASliceThatShowsLessThanHalfOfItself) {
+  vol_.options().fs.compact_slices = 2;
+  ASSERT_TRUE(vol_.Remount().ok());
+  std::string model = Pattern(2 << 20, 34);
+  Result<InodeId> ino = WriteFile(fs(), kRootInode, "f", model);
+  ASSERT_TRUE(ino.ok());
+  const meta::SliceId first = Chunk(*ino, 0).back().id;
+  FileSystem::Opened o = OpenRw(*ino);
+  // The first slice then shows 512 KiB (two blocks) of its 2 MiB; the middle one nothing.
+  WriteAndFsync(o.fh, 0, Pattern(3 << 19, 35), &model);
+  WriteAndFsync(o.fh, 0, Pattern(3 << 19, 36), &model);
+  const meta::SliceId second = Chunk(*ino, 0).back().id;
+  ASSERT_TRUE(fs()->RunMaintenance().ok());
+  EXPECT_EQ(fs()->Stats().chunks_compacted, 1u);
+  const std::vector<meta::Slice> after = Chunk(*ino, 0);
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_EQ(after[0].id, second);  // shows all of itself: kept
+  EXPECT_EQ(after[0].len, 3u << 19);
+  EXPECT_NE(after[1].id, first);   // shows a quarter of itself: copied
+  EXPECT_NE(after[1].id, second);
+  EXPECT_EQ(fs()->Stats().compaction_bytes, 1u << 19);
+  EXPECT_EQ(fs()->Stats().compaction_kept_bytes, 3u << 19);
+  EXPECT_EQ(PRead(o.fh, 0, model.size()), model);
+  ASSERT_TRUE(fs()->Release(o.fh).ok());
+  ASSERT_TRUE(vol_.Remount().ok());
+  EXPECT_EQ(*ReadFile(fs(), *ino), model);
+}
+
+// A chunk written to less than compact_quiet_ms ago is left for a later pass (its next writes
+// may shadow what the rewrite would copy), unless it has compact_slices_max records.
+TEST_F(DataTest, CompactionLeavesAChunkWrittenToLatelyUntilItHasTooManyRecords) {
+  vol_.options().fs.compact_slices = 8;
+  vol_.options().fs.compact_slices_max = 40;
+  vol_.options().fs.compact_quiet_ms = 3600 * 1000;  // every chunk stays hot in this test
+  ASSERT_TRUE(vol_.Remount().ok());
+  std::string model = Pattern(2 << 20, 41);
+  Result<InodeId> ino = WriteFile(fs(), kRootInode, "f", model);
+  ASSERT_TRUE(ino.ok());
+  FileSystem::Opened o = OpenRw(*ino);
+  for (uint64_t round = 0; round < 8; ++round) {  // mostly shadowed: compacted when not hot
+    WriteAndFsync(o.fh, 0, Pattern(2 << 20, 42 + round), &model);
+  }
+  ASSERT_TRUE(fs()->RunMaintenance().ok());
+  EXPECT_EQ(fs()->Stats().chunks_compacted, 0u);
+  EXPECT_GE(fs()->Stats().compactions_hot, 1u);
+  EXPECT_EQ(Chunk(*ino, 0).size(), 9u);
+  std::mt19937_64 rng(43);
+  for (int i = 0; i < 32; ++i) {  // 40 records
+    WriteAndFsync(o.fh, (rng() % 512) * 4096, Pattern(4096, rng()), &model);
+  }
+  ASSERT_TRUE(fs()->RunMaintenance().ok());
+  EXPECT_EQ(fs()->Stats().chunks_compacted, 1u);
+  EXPECT_EQ(PRead(o.fh, 0, model.size()), model);
+  ASSERT_TRUE(fs()->Release(o.fh).ok());
+  ASSERT_TRUE(vol_.Remount().ok());
+  EXPECT_EQ(*ReadFile(fs(), *ino), model);
 }
 
 // compact_slices_max records compact a chunk however few bytes they carry.

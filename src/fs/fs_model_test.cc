@@ -50,6 +50,9 @@ struct Handle {
 struct Counts {
   uint64_t ops = 0, remounts = 0, crashes = 0, crashes_random_subset = 0, injected = 0,
            fsck_runs = 0;
+  // Compactions by the model's maintenance passes, and the bytes they compacted by keeping the
+  // slices that held them instead of copying.
+  uint64_t compactions = 0, compaction_kept_bytes = 0;
 };
 
 class Model {
@@ -462,7 +465,12 @@ void Model::Step(uint64_t op_no) {
   else if (r < 950) OpClose();
   else if (r < 965) OpPunch();
   else if (r < 980) {
+    const FsStats before = fs()->Stats();
     ASSERT_TRUE(fs()->RunMaintenance().ok());
+    const FsStats after = fs()->Stats();
+    counts.compactions += after.chunks_compacted - before.chunks_compacted;
+    counts.compaction_kept_bytes +=
+        after.compaction_kept_bytes - before.compaction_kept_bytes;
     for (auto& [ino, n] : nodes_) {
       if (n.type == FileType::kRegular && n.handles == 0) n.durable = n.data;
     }
@@ -573,7 +581,15 @@ void RunModel(test::StoreKind store, const char* label) {
     vo.store = store;
     vo.pack_below_bytes = round == 1 ? 0 : 64 << 10;  // one round without packing
     vo.fs.sync_interval_ms = 1000000000;               // commits only where the model says
-    vo.fs.compact_slices = 16;
+    // Chunks here get a few records between maintenance passes: compact them at 4, and let
+    // the small bytes pay for up to 64 bytes of rewrite each, so passes compact (copying, and
+    // keeping large slices without a copy) and the crashes and checks run across them.
+    vo.fs.compact_slices = 4;
+    vo.fs.compact_write_amp = 64;
+    if (round == 2) {  // the smallest blocks: more slices of several blocks
+      vo.block_bytes = 64 << 10;
+      vo.pack_below_bytes = 32 << 10;  // at most half a block
+    }
     // A dir: store's blocks wait for a sync: in batches of one to a few blocks here, so the
     // background syncs run between the model's flushes and crashes too.
     vo.fs.store_sync_batch_bytes = (256u << 10) * (1 + round);
@@ -595,16 +611,26 @@ void RunModel(test::StoreKind store, const char* label) {
     total.crashes_random_subset += m.counts.crashes_random_subset;
     total.injected += m.counts.injected;
     total.fsck_runs += m.counts.fsck_runs;
+    total.compactions += m.counts.compactions;
+    total.compaction_kept_bytes += m.counts.compaction_kept_bytes;
   }
   std::printf("fs model (%s): %llu operations, %llu clean remounts, %llu crashes (%llu keeping a "
               "random subset of unflushed writes), %llu injected transaction failures, %llu "
-              "fsck runs, all clean\n",
+              "fsck runs, %llu compactions (%llu bytes kept in place), all clean\n",
               label, static_cast<unsigned long long>(total.ops),
               static_cast<unsigned long long>(total.remounts),
               static_cast<unsigned long long>(total.crashes),
               static_cast<unsigned long long>(total.crashes_random_subset),
               static_cast<unsigned long long>(total.injected),
-              static_cast<unsigned long long>(total.fsck_runs));
+              static_cast<unsigned long long>(total.fsck_runs),
+              static_cast<unsigned long long>(total.compactions),
+              static_cast<unsigned long long>(total.compaction_kept_bytes));
+  // 4-19 compactions in 24 runs of each store; a shortened run (FOLIO_MODEL_OPS_DIVISOR) may
+  // have none. Bytes kept in place: 0 in 5 of those 48 runs, so not asserted here
+  // (DataTest.CompactionKeepsLargeSlicesAndCopiesTheFragments is the deterministic check).
+  if (ops >= 1500) {
+    EXPECT_GT(total.compactions, 0u) << "the model's maintenance passes compacted nothing";
+  }
 }
 
 TEST(FsModelTest, RandomOperationsRemountsAndCrashesOnADirStore) {

@@ -127,6 +127,8 @@ nlohmann::ordered_json FileSystem::StatsJson() const {
   comp["chunks_compacted"] = s.chunks_compacted;
   comp["bytes_rewritten"] = s.compaction_bytes;
   comp["deferred"] = s.compactions_deferred;
+  comp["bytes_kept"] = s.compaction_kept_bytes;
+  comp["left_hot"] = s.compactions_hot;
   comp["objects_deleted"] = s.deletions_done;
   comp["inodes_freed"] = s.inodes_freed;
   j["compaction"] = std::move(comp);

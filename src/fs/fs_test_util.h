@@ -74,6 +74,7 @@ struct VolumeOptions {
   FsOptions fs = [] {
     FsOptions o;
     o.background = false;  // tests drive maintenance themselves
+    o.compact_quiet_ms = 0;  // and compact at the pass they run (CompactionLeavesAChunk...)
     return o;
   }();
 };

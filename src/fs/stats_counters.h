@@ -14,6 +14,7 @@ struct FsCounters {
   std::atomic<uint64_t> commits{0}, slices_committed{0}, atime_files{0}, atime_commits{0};
   std::atomic<uint64_t> packed_files{0}, packs_written{0}, pack_bytes{0}, packs_rewritten{0};
   std::atomic<uint64_t> chunks_compacted{0}, compaction_bytes{0}, compactions_deferred{0};
+  std::atomic<uint64_t> compaction_kept_bytes{0}, compactions_hot{0};
   std::atomic<uint64_t> deletions_done{0}, deletions_deferred{0}, inodes_freed{0};
   std::atomic<uint64_t> read_bytes{0}, write_bytes{0};
 
@@ -35,6 +36,8 @@ struct FsCounters {
     s->chunks_compacted = ld(chunks_compacted);
     s->compaction_bytes = ld(compaction_bytes);
     s->compactions_deferred = ld(compactions_deferred);
+    s->compaction_kept_bytes = ld(compaction_kept_bytes);
+    s->compactions_hot = ld(compactions_hot);
     s->deletions_done = ld(deletions_done);
     s->deletions_deferred = ld(deletions_deferred);
     s->inodes_freed = ld(inodes_freed);
