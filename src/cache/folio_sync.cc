@@ -88,9 +88,14 @@ void WaitFolioClear(Folio* f, uint32_t bits) {
     // either we see the bits clear, or the waker sees kFolioWaiters and notifies under b.mu.
     uint32_t old = f->flags.fetch_or(kFolioWaiters, std::memory_order_acq_rel);
     if ((old & bits) == 0) return;
-    if (!hinted) {  // a real wait for I/O follows (the hook takes no lock of the cache)
+    if (!hinted) {
+      // A real wait for I/O follows. The hint runs without the bucket lock (the hook may start
+      // a thread, and wakers of every folio of this bucket take the lock); then test again.
       hinted = true;
+      lock.unlock();
       MayBlock();
+      lock.lock();
+      continue;
     }
     // The timeout only bounds the cost of a bug; every clear of a waited bit wakes.
     b.cv.wait_for(lock, std::chrono::milliseconds(100));

@@ -104,17 +104,21 @@ Status DataPath::CompactChunk(InodeId ino, uint32_t chunk, const Appended& appen
     k.visible_bytes += seg.len;
     k.segments++;
   }
-  auto kept = [&](const Segment& seg) {
-    const meta::Slice& sl = old[seg.src];
-    return KeepsSlice(sl, seen[Raw(sl.id)], bb);
-  };
+  // Per segment, decided once: kept (named again) or copied; false for holes and zeros.
+  std::vector<bool> keep(segs.size(), false);
+  for (size_t i = 0; i < segs.size(); ++i) {
+    if (!data(segs[i])) continue;
+    const meta::Slice& sl = old[segs[i].src];
+    keep[i] = KeepsSlice(sl, seen[Raw(sl.id)], bb);
+  }
   std::vector<std::pair<uint32_t, uint32_t>> extents;  // (pos, len) of the bytes copied
   uint64_t bytes = 0;       // every data byte the chunk shows
   uint64_t copy_bytes = 0;  // those the rewrite copies into its new slice
-  for (const Segment& seg : segs) {
+  for (size_t i = 0; i < segs.size(); ++i) {
+    const Segment& seg = segs[i];
     if (!data(seg)) continue;
     bytes += seg.len;
-    if (kept(seg)) continue;
+    if (keep[i]) continue;
     if (!extents.empty() && extents.back().first + extents.back().second == seg.pos) {
       extents.back().second += seg.len;
     } else {
@@ -142,8 +146,9 @@ Status DataPath::CompactChunk(InodeId ino, uint32_t chunk, const Appended& appen
     return Status::OK();
   }
   std::vector<meta::Slice> now;
-  for (const Segment& seg : segs) {  // the kept slices' records, one per run of a slice
-    if (!data(seg) || !kept(seg)) continue;
+  for (size_t i = 0; i < segs.size(); ++i) {  // the kept slices' records, one per run of a slice
+    const Segment& seg = segs[i];
+    if (!keep[i]) continue;
     const meta::Slice& src = old[seg.src];
     const uint32_t object_off = src.object_off + (seg.pos - src.pos);
     if (!now.empty() && now.back().id == src.id && now.back().pos + now.back().len == seg.pos &&
@@ -163,8 +168,9 @@ Status DataPath::CompactChunk(InodeId ino, uint32_t chunk, const Appended& appen
     std::vector<char> buf(copy_bytes);
     StoreBatch reads(ctx_.store);
     uint64_t at = 0;
-    for (const Segment& seg : segs) {
-      if (!data(seg) || kept(seg)) continue;
+    for (size_t i = 0; i < segs.size(); ++i) {
+      const Segment& seg = segs[i];
+      if (!data(seg) || keep[i]) continue;
       const meta::Slice& s = old[seg.src];
       AddObjectReads(&reads, s, s.object_off + (seg.pos - s.pos), seg.len, bb, buf.data() + at);
       at += seg.len;

@@ -76,6 +76,16 @@ class DataTest : public ::testing::Test {
     out.resize(n.ok() ? *n : 0);
     return out;
   }
+  // The file reads as model through its open handle; then, once the handle is released and
+  // the volume remounted, through a fresh read as well (what was committed, not a cache).
+  void ExpectModelAfterRemount(InodeId ino, uint64_t fh, const std::string& model) {
+    EXPECT_EQ(PRead(fh, 0, model.size()), model);
+    ASSERT_TRUE(fs()->Release(fh).ok());
+    ASSERT_TRUE(vol_.Remount().ok());
+    Result<std::string> read = ReadFile(fs(), ino);
+    ASSERT_TRUE(read.ok()) << read.status().ToString();
+    EXPECT_EQ(*read, model);
+  }
 
   TestVolume vol_;
 };
@@ -1028,10 +1038,7 @@ TEST_F(DataTest, ManySlicesAreCompactedIntoOne) {
   ASSERT_TRUE(fs()->RunMaintenance().ok());
   EXPECT_EQ(Chunk(*ino, 0).size(), 1u);
   EXPECT_GE(fs()->Stats().chunks_compacted, 1u);
-  EXPECT_EQ(PRead(o.fh, 0, model.size()), model);
-  ASSERT_TRUE(fs()->Release(o.fh).ok());
-  ASSERT_TRUE(vol_.Remount().ok());
-  EXPECT_EQ(*ReadFile(fs(), *ino), model);
+  ExpectModelAfterRemount(*ino, o.fh, model);
 }
 
 // Compaction rewrites what a chunk shows, so it waits until the bytes of the records shorter
@@ -1069,10 +1076,7 @@ TEST_F(DataTest, CompactionWaitsUntilItWritesAtMostAmpTimesWhatWasAppended) {
   ASSERT_TRUE(fs()->RunMaintenance().ok());
   EXPECT_EQ(fs()->Stats().chunks_compacted, 1u);
   EXPECT_EQ(Chunk(*ino, 0).size(), 1u);
-  EXPECT_EQ(PRead(o.fh, 0, model.size()), model);
-  ASSERT_TRUE(fs()->Release(o.fh).ok());
-  ASSERT_TRUE(vol_.Remount().ok());
-  EXPECT_EQ(*ReadFile(fs(), *ino), model);
+  ExpectModelAfterRemount(*ino, o.fh, model);
 }
 
 // Whole-file overwrites in large records: nothing small was appended, but most of what the
@@ -1098,10 +1102,7 @@ TEST_F(DataTest, CompactionReclaimsAChunkMostlyShadowed) {
   EXPECT_EQ(after[0].id, before.back().id);
   EXPECT_EQ(fs()->Stats().compaction_bytes, 0u);
   EXPECT_EQ(fs()->Stats().compaction_kept_bytes, 2u << 20);
-  EXPECT_EQ(PRead(o.fh, 0, model.size()), model);
-  ASSERT_TRUE(fs()->Release(o.fh).ok());
-  ASSERT_TRUE(vol_.Remount().ok());
-  EXPECT_EQ(*ReadFile(fs(), *ino), model);
+  ExpectModelAfterRemount(*ino, o.fh, model);
 }
 
 // A rewrite keeps a slice that shows at least a block and at least half of itself in a few
@@ -1136,10 +1137,7 @@ TEST_F(DataTest, CompactionKeepsLargeSlicesAndCopiesTheFragments) {
   EXPECT_EQ(after[1].id, large);  // the second half: the large write's slice, kept
   EXPECT_EQ(fs()->Stats().compaction_bytes, 2u << 20);
   EXPECT_EQ(fs()->Stats().compaction_kept_bytes, 2u << 20);
-  EXPECT_EQ(PRead(o.fh, 0, model.size()), model);
-  ASSERT_TRUE(fs()->Release(o.fh).ok());
-  ASSERT_TRUE(vol_.Remount().ok());
-  EXPECT_EQ(*ReadFile(fs(), *ino), model);
+  ExpectModelAfterRemount(*ino, o.fh, model);
 }
 
 // A slice that shows less than half of itself is copied, not kept (it would keep its whole
@@ -1166,10 +1164,7 @@ TEST_F(DataTest, CompactionCopiesASliceThatShowsLessThanHalfOfItself) {
   EXPECT_NE(after[1].id, second);
   EXPECT_EQ(fs()->Stats().compaction_bytes, 1u << 19);
   EXPECT_EQ(fs()->Stats().compaction_kept_bytes, 3u << 19);
-  EXPECT_EQ(PRead(o.fh, 0, model.size()), model);
-  ASSERT_TRUE(fs()->Release(o.fh).ok());
-  ASSERT_TRUE(vol_.Remount().ok());
-  EXPECT_EQ(*ReadFile(fs(), *ino), model);
+  ExpectModelAfterRemount(*ino, o.fh, model);
 }
 
 // A chunk written to less than compact_quiet_ms ago is left for a later pass (its next writes
@@ -1196,10 +1191,7 @@ TEST_F(DataTest, CompactionLeavesAChunkWrittenToLatelyUntilItHasTooManyRecords) 
   }
   ASSERT_TRUE(fs()->RunMaintenance().ok());
   EXPECT_EQ(fs()->Stats().chunks_compacted, 1u);
-  EXPECT_EQ(PRead(o.fh, 0, model.size()), model);
-  ASSERT_TRUE(fs()->Release(o.fh).ok());
-  ASSERT_TRUE(vol_.Remount().ok());
-  EXPECT_EQ(*ReadFile(fs(), *ino), model);
+  ExpectModelAfterRemount(*ino, o.fh, model);
 }
 
 // compact_slices_max records compact a chunk however few bytes they carry.
