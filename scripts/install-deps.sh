@@ -18,10 +18,11 @@ packages=(
   # Real programs on a Folio FS mount (tests/fuse/fs_programs_test.sh).
   git sqlite3 tar diffutils python3
   # Shared metadata engines and block store (issue 11) and the throwaway servers their tests
-  # start (scripts/services/): Redis 7, PostgreSQL 15, Ceph 16 (librados).
+  # start (scripts/services/): Redis 7, PostgreSQL 15, Ceph 16 (librados; its C++ API's
+  # headers for the rados: store's zero-copy puts).
   redis-server libhiredis-dev
   postgresql-15 libpq-dev
-  ceph-mon ceph-osd librados-dev
+  ceph-mon ceph-osd librados-dev libradospp-dev
 )
 
 arm64=0

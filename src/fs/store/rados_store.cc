@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <rados/librados.h>
+#include <rados/librados.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -34,7 +35,9 @@ Status RadosError(int err, std::string_view what) {
 struct Cluster {
   rados_t cluster = nullptr;
   rados_ioctx_t io = nullptr;
+  librados::IoCtx cxx_io;  // the same pool context through the C++ API (zero-copy puts)
   ~Cluster() {
+    cxx_io.close();
     if (io != nullptr) rados_ioctx_destroy(io);
     if (cluster != nullptr) rados_shutdown(cluster);
   }
@@ -68,6 +71,7 @@ Result<std::unique_ptr<Cluster>> Connect(const RadosUrl& u) {
                                         url, u.pool, u.pool));
   }
   if (r < 0) return RadosError(r, url + ": opening pool " + u.pool);
+  librados::IoCtx::from_rados_ioctx_t(c->io, c->cxx_io);
   return c;
 }
 
@@ -124,7 +128,12 @@ class RadosStore final : public BlockStore {
  public:
   RadosStore(RadosUrl url, StoreOptions options, std::unique_ptr<Cluster> cluster)
       : url_(std::move(url)), options_(std::move(options)), c_(std::move(cluster)) {}
-  ~RadosStore() override { Close(); }
+  ~RadosStore() override {
+    Close();
+    // The cluster's messengers go first: buffers of failed operations (quarantine_) may be
+    // referenced by them until then.
+    c_.reset();
+  }
 
   std::string url() const override { return UrlText(url_); }
   std::string prefix() const override { return options_.prefix; }
@@ -136,28 +145,39 @@ class RadosStore final : public BlockStore {
   StoreStatsSnapshot stats() const override { return stats_.Snapshot(); }
 
  private:
+  // An encoded object (a put's) or an encoded range (a get's). Buffers are
+  // reused (spare_): a fresh one per operation was, with 4 MiB blocks, an mmap, 1024 page
+  // faults and a memset each, a fifth of the client's CPU in a sequential write.
+  struct IoBuffer {
+    std::unique_ptr<char[]> data;
+    size_t bytes = 0;
+  };
   // One operation in flight: the request and the buffer librados reads into or writes from.
   struct Op {
     RadosStore* store;
     StoreRequest* req;
     std::string name;
-    std::vector<char> buf;  // a get's encoded range
+    IoBuffer buf;            // a put's encoding or a get's encoded range
     uint64_t put_bytes = 0;  // a put's encoded size
     EncodedRange range;
     rados_completion_t completion = nullptr;
+    // Set for a zero-copy put: the C++ API's completion (it owns `completion`).
+    librados::AioCompletion* cxx_completion = nullptr;
   };
 
-  // A put's sector encoding is built in one of these; librados's C API copies it before
-  // rados_aio_write_full returns, so it goes back to spare_ at once. Reusing warm buffers
-  // avoids a fresh zero-filled allocation per put: with 4 MiB blocks that was an mmap, 1024
-  // page faults and a memset each, a fifth of the client's CPU in a sequential write.
-  struct EncodeBuffer {
-    std::unique_ptr<char[]> data;
-    size_t bytes = 0;
-  };
-  static constexpr size_t kSpareEncodeBuffersMax = 4;  // one per concurrent submitter
-  EncodeBuffer TakeEncodeBuffer(size_t bytes);
-  void GiveEncodeBuffer(EncodeBuffer b);
+  // Spare buffers kept for the next operations, in bytes: the puts a few files keep in flight.
+  static constexpr size_t kSpareBytesMax = 64ull << 20;
+  // A put sends its buffer without copying it (the C++ API, a static bufferlist); librados
+  // then may read it until the operation is over. When one failed (a timeout cancels it while
+  // its message may still sit in a connection's queue), its buffer is never reused nor freed
+  // before the cluster is shut down: at most this many, then puts copy (the C API).
+  static constexpr size_t kQuarantineMax = 16;
+  IoBuffer TakeBuffer(size_t bytes);
+  void GiveBuffer(IoBuffer b);
+  // After an operation: the buffer goes back to spare_, or to quarantine_ if it failed.
+  void ReturnBuffer(IoBuffer b, bool failed);
+  bool QuarantineHasRoom();
+  void ReleaseCompletion(Op* op);
 
   static void OnComplete(rados_completion_t c, void* arg);
   void Start(StoreRequest* req);
@@ -177,35 +197,64 @@ class RadosStore final : public BlockStore {
   bool closing_ = false;        // GUARDED_BY(mu_)
 
   std::mutex spare_mu_;
-  std::vector<EncodeBuffer> spare_;  // GUARDED_BY(spare_mu_)
+  std::vector<IoBuffer> spare_;       // GUARDED_BY(spare_mu_)
+  size_t spare_bytes_ = 0;            // GUARDED_BY(spare_mu_)
+  std::vector<IoBuffer> quarantine_;  // GUARDED_BY(spare_mu_); freed after c_ is shut down
 };
 
-RadosStore::EncodeBuffer RadosStore::TakeEncodeBuffer(size_t bytes) {
+RadosStore::IoBuffer RadosStore::TakeBuffer(size_t bytes) {
   {
     std::lock_guard lock(spare_mu_);
     for (size_t i = 0; i < spare_.size(); ++i) {
       if (spare_[i].bytes < bytes) continue;
-      EncodeBuffer b = std::move(spare_[i]);
+      IoBuffer b = std::move(spare_[i]);
       spare_.erase(spare_.begin() + static_cast<long>(i));
+      spare_bytes_ -= b.bytes;
       return b;
     }
   }
-  // Not value-initialised: EncodeObject writes every byte of the encoding.
-  return EncodeBuffer{std::unique_ptr<char[]>(new char[bytes]), bytes};
+  // Not value-initialised: EncodeObject writes every byte of the encoding, and a get reads
+  // into it (only the bytes it got are decoded).
+  return IoBuffer{std::unique_ptr<char[]>(new char[bytes]), bytes};
 }
 
-void RadosStore::GiveEncodeBuffer(EncodeBuffer b) {
+void RadosStore::GiveBuffer(IoBuffer b) {
   std::lock_guard lock(spare_mu_);
-  if (spare_.size() < kSpareEncodeBuffersMax) {
-    spare_.push_back(std::move(b));
+  spare_bytes_ += b.bytes;
+  spare_.push_back(std::move(b));
+  // Over the bound: drop the smallest first (a small file's put must not evict a block's
+  // buffer), possibly the one just given.
+  while (spare_bytes_ > kSpareBytesMax) {
+    auto smallest = std::min_element(spare_.begin(), spare_.end(),
+                                     [](const IoBuffer& x, const IoBuffer& y) {
+                                       return x.bytes < y.bytes;
+                                     });
+    spare_bytes_ -= smallest->bytes;
+    spare_.erase(smallest);
+  }
+}
+
+void RadosStore::ReturnBuffer(IoBuffer b, bool failed) {
+  if (b.data == nullptr) return;
+  if (failed) {
+    std::lock_guard lock(spare_mu_);
+    quarantine_.push_back(std::move(b));
     return;
   }
-  // Full: keep the largest buffers (a small file's put must not evict a block's buffer).
-  auto smallest = std::min_element(spare_.begin(), spare_.end(),
-                                   [](const EncodeBuffer& x, const EncodeBuffer& y) {
-                                     return x.bytes < y.bytes;
-                                   });
-  if (smallest->bytes < b.bytes) *smallest = std::move(b);
+  GiveBuffer(std::move(b));
+}
+
+bool RadosStore::QuarantineHasRoom() {
+  std::lock_guard lock(spare_mu_);
+  return quarantine_.size() < kQuarantineMax;
+}
+
+void RadosStore::ReleaseCompletion(Op* op) {
+  if (op->cxx_completion != nullptr) {
+    op->cxx_completion->release();  // also releases op->completion, which it owns
+  } else {
+    rados_aio_release(op->completion);
+  }
 }
 
 void RadosStore::Submit(std::span<StoreRequest* const> batch) {
@@ -245,25 +294,39 @@ void RadosStore::Start(StoreRequest* req) {
     Done(req, Status::OK());
     return;
   }
-  auto* op = new Op{this, req, ObjectName(options_.prefix, req->key), {}, 0, {}, nullptr};
-  rados_aio_create_completion2(op, &RadosStore::OnComplete, &op->completion);
+  auto* op = new Op{this, req, ObjectName(options_.prefix, req->key), {}, 0, {}, nullptr, nullptr};
+  const bool zero_copy = req->op == StoreOp::kPut && QuarantineHasRoom();
+  if (zero_copy) {
+    op->cxx_completion = librados::Rados::aio_create_completion(op, &RadosStore::OnComplete);
+    op->completion = op->cxx_completion->pc;
+  } else {
+    rados_aio_create_completion2(op, &RadosStore::OnComplete, &op->completion);
+  }
   int r = 0;
   switch (req->op) {
     case StoreOp::kPut: {
-      // rados_aio_write_full copies the buffer into its own before it returns.
       op->put_bytes = EncodedBytes(req->key.bytes);
-      EncodeBuffer enc = TakeEncodeBuffer(op->put_bytes);
-      EncodeObject(ObjectSeed(req->key, 0), req->data, req->key.bytes, enc.data.get());
-      r = rados_aio_write_full(c_->io, op->name.c_str(), op->completion, enc.data.get(),
-                               op->put_bytes);
-      GiveEncodeBuffer(std::move(enc));
+      op->buf = TakeBuffer(op->put_bytes);
+      EncodeObject(ObjectSeed(req->key, 0), req->data, req->key.bytes, op->buf.data.get());
+      if (zero_copy) {
+        // The message refers to op->buf, which stays with the op until its completion.
+        ceph::bufferlist bl;
+        bl.push_back(ceph::buffer::create_static(static_cast<unsigned>(op->put_bytes),
+                                                 op->buf.data.get()));
+        r = c_->cxx_io.aio_write_full(op->name, op->cxx_completion, bl);
+      } else {
+        // The C API copies the buffer into its own before it returns.
+        r = rados_aio_write_full(c_->io, op->name.c_str(), op->completion,
+                                 op->buf.data.get(), op->put_bytes);
+        ReturnBuffer(std::move(op->buf), false);
+      }
       break;
     }
     case StoreOp::kGet:
       op->range = EncodedRangeFor(req->key.bytes, req->offset, req->length);
-      op->buf.resize(op->range.length);
-      r = rados_aio_read(c_->io, op->name.c_str(), op->completion, op->buf.data(),
-                         op->buf.size(), op->range.offset);
+      op->buf = TakeBuffer(op->range.length);
+      r = rados_aio_read(c_->io, op->name.c_str(), op->completion, op->buf.data.get(),
+                         op->range.length, op->range.offset);
       break;
     case StoreOp::kDelete:
       r = rados_aio_remove(c_->io, op->name.c_str(), op->completion);
@@ -272,8 +335,9 @@ void RadosStore::Start(StoreRequest* req) {
     case StoreOp::kSync:
       break;
   }
-  if (r < 0) {  // not queued: no callback will come
-    rados_aio_release(op->completion);
+  if (r < 0) {  // not queued: no callback will come, and librados holds no buffer of ours
+    ReleaseCompletion(op);
+    ReturnBuffer(std::move(op->buf), false);
     StoreRequest* failed = op->req;
     const std::string name = op->name;
     delete op;
@@ -301,7 +365,8 @@ void RadosStore::Finish(Op* op, int ret) {
     stats_.RecordStoredWrite(op->put_bytes);
   }
   StoreRequest* req = op->req;
-  rados_aio_release(op->completion);
+  ReleaseCompletion(op);
+  ReturnBuffer(std::move(op->buf), ret < 0);
   delete op;
   Done(req, std::move(s));
   tls_completing = prev;
@@ -322,7 +387,7 @@ Status RadosStore::FinishGet(Op* op, int ret) {
     return s;
   }
   SectorMismatch mismatch;
-  if (!DecodeRange(ObjectSeed(req->key, 0), req->key.bytes, op->buf.data(), req->offset,
+  if (!DecodeRange(ObjectSeed(req->key, 0), req->key.bytes, op->buf.data.get(), req->offset,
                    req->length, req->buf, &mismatch)) {
     stats_.RecordChecksumFailure();
     Status s = SectorCorruption(url() + ": " + op->name, mismatch);
