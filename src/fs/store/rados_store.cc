@@ -168,14 +168,17 @@ class RadosStore final : public BlockStore {
   // Spare buffers kept for the next operations, in bytes: the puts a few files keep in flight.
   static constexpr size_t kSpareBytesMax = 64ull << 20;
   // A put sends its buffer without copying it (the C++ API, a static bufferlist); librados
-  // then may read it until the operation is over. When one failed (a timeout cancels it while
-  // its message may still sit in a connection's queue), its buffer is never reused nor freed
-  // before the cluster is shut down: at most this many, then puts copy (the C API).
+  // then may read it until the operation is over. When one failed without an answer from an
+  // OSD (a timeout cancels it while its message may still sit in a connection's queue), its
+  // buffer is never reused nor freed before the cluster is shut down (quarantine_). Once that
+  // holds this many, puts copy (the C API): it holds at most this many plus the puts that were
+  // in flight then.
   static constexpr size_t kQuarantineMax = 16;
   IoBuffer TakeBuffer(size_t bytes);
   void GiveBuffer(IoBuffer b);
-  // After an operation: the buffer goes back to spare_, or to quarantine_ if it failed.
-  void ReturnBuffer(IoBuffer b, bool failed);
+  // After an operation: the buffer goes back to spare_, or to quarantine_ when librados may
+  // still refer to it.
+  void ReturnBuffer(IoBuffer b, bool maybe_referenced);
   bool QuarantineHasRoom();
   void ReleaseCompletion(Op* op);
 
@@ -234,9 +237,9 @@ void RadosStore::GiveBuffer(IoBuffer b) {
   }
 }
 
-void RadosStore::ReturnBuffer(IoBuffer b, bool failed) {
+void RadosStore::ReturnBuffer(IoBuffer b, bool maybe_referenced) {
   if (b.data == nullptr) return;
-  if (failed) {
+  if (maybe_referenced) {
     std::lock_guard lock(spare_mu_);
     quarantine_.push_back(std::move(b));
     return;
@@ -366,7 +369,9 @@ void RadosStore::Finish(Op* op, int ret) {
   }
   StoreRequest* req = op->req;
   ReleaseCompletion(op);
-  ReturnBuffer(std::move(op->buf), ret < 0);
+  // ENOENT is the OSD's answer: the operation is over. Other errors may be a cancel (timeout)
+  // of one whose message librados still holds.
+  ReturnBuffer(std::move(op->buf), ret < 0 && ret != -ENOENT);
   delete op;
   Done(req, std::move(s));
   tls_completing = prev;

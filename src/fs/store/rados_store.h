@@ -2,8 +2,8 @@
 // block or pack in a Ceph pool, through librados's asynchronous operations, many in flight
 // (StoreOptions::queue_depth_max). A put's encoding is sent from its reused buffer without a
 // copy (the C++ API; the C API copies every put into a fresh allocation); a buffer whose
-// operation failed is not reused until the cluster handle is shut down, and while 16 are held
-// so, puts copy again.
+// operation failed without an OSD's answer (a timeout) is not reused until the cluster handle
+// is shut down, and once 16 are held so, puts copy again.
 //
 //   <prefix>/store.json                              what this is (format, version, prefix)
 //   <prefix>/chunks/<id/10^6>/<id/10^3>/<id>_<index>_<bytes>   (names: object_key.h)

@@ -115,8 +115,9 @@ TEST(RadosStoreTest, MissingPoolAndMissingVolumeAreNotFound) {
 // ever half applied. A put sends its buffer without a copy (rados_store.h), and a failed put's
 // buffer is never reused (librados may still hold its message), so no object can later hold
 // bytes of another key: after the OSD is back and other puts reused the spare buffers, each
-// timed-out object is absent or reads its own bytes. 20 failures are more than the 16 buffers
-// kept aside, so the copying puts that follow run too.
+// timed-out object is absent or reads its own bytes. The 20 puts all go out without a copy
+// before the first times out; then 20 buffers are kept aside, more than 16, so the puts after
+// the OSD is back copy (the other path), and their objects are checked too.
 TEST(RadosStoreTest, PutsThatTimedOutWhileTheOsdWasAwayNeverHoldAnotherKeysBytes) {
   FOLIO_SKIP_WITHOUT_SERVER("ceph");
   meta::OwnServer server("ceph");
