@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 #include <rados/librados.h>
-#include <rados/librados.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -16,6 +15,7 @@
 
 #include "base/clock.h"
 #include "base/may_block.h"
+#include "fs/store/rados_cxx.h"
 #include "fs/store/sector_codec.h"
 #include "io/device_util.h"
 
@@ -35,9 +35,7 @@ Status RadosError(int err, std::string_view what) {
 struct Cluster {
   rados_t cluster = nullptr;
   rados_ioctx_t io = nullptr;
-  librados::IoCtx cxx_io;  // the same pool context through the C++ API (zero-copy puts)
   ~Cluster() {
-    cxx_io.close();
     if (io != nullptr) rados_ioctx_destroy(io);
     if (cluster != nullptr) rados_shutdown(cluster);
   }
@@ -71,7 +69,6 @@ Result<std::unique_ptr<Cluster>> Connect(const RadosUrl& u) {
                                         url, u.pool, u.pool));
   }
   if (r < 0) return RadosError(r, url + ": opening pool " + u.pool);
-  librados::IoCtx::from_rados_ioctx_t(c->io, c->cxx_io);
   return c;
 }
 
@@ -160,9 +157,8 @@ class RadosStore final : public BlockStore {
     IoBuffer buf;            // a put's encoding or a get's encoded range
     uint64_t put_bytes = 0;  // a put's encoded size
     EncodedRange range;
-    rados_completion_t completion = nullptr;
-    // Set for a zero-copy put: the C++ API's completion (it owns `completion`).
-    librados::AioCompletion* cxx_completion = nullptr;
+    rados_completion_t completion = nullptr;  // the C API's (not a zero-copy put's)
+    void* cxx_completion = nullptr;           // a zero-copy put's (rados_cxx.h)
   };
 
   // Spare buffers kept for the next operations, in bytes: the puts a few files keep in flight.
@@ -253,11 +249,8 @@ bool RadosStore::QuarantineHasRoom() {
 }
 
 void RadosStore::ReleaseCompletion(Op* op) {
-  if (op->cxx_completion != nullptr) {
-    op->cxx_completion->release();  // also releases op->completion, which it owns
-  } else {
-    rados_aio_release(op->completion);
-  }
+  if (op->cxx_completion != nullptr) rados_cxx::ReleaseCompletion(op->cxx_completion);
+  if (op->completion != nullptr) rados_aio_release(op->completion);
 }
 
 void RadosStore::Submit(std::span<StoreRequest* const> batch) {
@@ -299,12 +292,7 @@ void RadosStore::Start(StoreRequest* req) {
   }
   auto* op = new Op{this, req, ObjectName(options_.prefix, req->key), {}, 0, {}, nullptr, nullptr};
   const bool zero_copy = req->op == StoreOp::kPut && QuarantineHasRoom();
-  if (zero_copy) {
-    op->cxx_completion = librados::Rados::aio_create_completion(op, &RadosStore::OnComplete);
-    op->completion = op->cxx_completion->pc;
-  } else {
-    rados_aio_create_completion2(op, &RadosStore::OnComplete, &op->completion);
-  }
+  if (!zero_copy) rados_aio_create_completion2(op, &RadosStore::OnComplete, &op->completion);
   int r = 0;
   switch (req->op) {
     case StoreOp::kPut: {
@@ -313,10 +301,9 @@ void RadosStore::Start(StoreRequest* req) {
       EncodeObject(ObjectSeed(req->key, 0), req->data, req->key.bytes, op->buf.data.get());
       if (zero_copy) {
         // The message refers to op->buf, which stays with the op until its completion.
-        ceph::bufferlist bl;
-        bl.push_back(ceph::buffer::create_static(static_cast<unsigned>(op->put_bytes),
-                                                 op->buf.data.get()));
-        r = c_->cxx_io.aio_write_full(op->name, op->cxx_completion, bl);
+        r = rados_cxx::AioWriteFullNoCopy(c_->io, op->name.c_str(), op->buf.data.get(),
+                                          op->put_bytes, &RadosStore::OnComplete, op,
+                                          &op->cxx_completion);
       } else {
         // The C API copies the buffer into its own before it returns.
         r = rados_aio_write_full(c_->io, op->name.c_str(), op->completion,
