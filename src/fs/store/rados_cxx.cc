@@ -9,18 +9,20 @@ namespace folio::store::rados_cxx {
 
 int AioWriteFullNoCopy(rados_ioctx_t io, const char* oid, char* data, size_t len,
                        rados_callback_t done, void* arg, void** completion) {
-  *completion = nullptr;
   librados::IoCtx ctx;
   librados::IoCtx::from_rados_ioctx_t(io, ctx);  // a reference of its own, dropped at return
   librados::AioCompletion* c = librados::Rados::aio_create_completion(arg, done);
+  // Stored before the operation is queued: `done` may run (and the caller's record of the
+  // operation go away) before aio_write_full returns.
+  *completion = c;
   ceph::bufferlist bl;
   bl.push_back(ceph::buffer::create_static(static_cast<unsigned>(len), data));
   const int r = ctx.aio_write_full(std::string(oid), c, bl);
-  if (r < 0) {
+  if (r < 0) {  // not queued: `done` never runs
+    *completion = nullptr;
     c->release();
     return r;
   }
-  *completion = c;
   return 0;
 }
 

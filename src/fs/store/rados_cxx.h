@@ -16,9 +16,10 @@ namespace folio::store::rados_cxx {
 // Starts an asynchronous write_full of [data, data + len) to object `oid` of the pool `io`,
 // sending data in place: it must stay valid and unchanged until the operation is over (and
 // after a failure without an OSD's answer, until the cluster is shut down). `done(c, arg)`
-// runs once when it completes, with c usable with rados_aio_get_return_value. On success
-// *completion is to be given to ReleaseCompletion after `done` ran; on a negative return
-// nothing was queued and *completion is null.
+// runs once when it completes, with c usable with rados_aio_get_return_value; it may run
+// before this returns, so *completion is set before the operation is queued. It is to be given
+// to ReleaseCompletion once `done` ran. On a negative return nothing was queued, `done` never
+// runs and *completion is null.
 int AioWriteFullNoCopy(rados_ioctx_t io, const char* oid, char* data, size_t len,
                        rados_callback_t done, void* arg, void** completion);
 

@@ -296,19 +296,23 @@ void RadosStore::Start(StoreRequest* req) {
   int r = 0;
   switch (req->op) {
     case StoreOp::kPut: {
+      // Once an operation is queued its completion may run, and delete op, at any moment:
+      // nothing below touches op after the call that queues it.
       op->put_bytes = EncodedBytes(req->key.bytes);
-      op->buf = TakeBuffer(op->put_bytes);
-      EncodeObject(ObjectSeed(req->key, 0), req->data, req->key.bytes, op->buf.data.get());
+      const uint64_t bytes = op->put_bytes;
+      IoBuffer enc = TakeBuffer(bytes);
+      EncodeObject(ObjectSeed(req->key, 0), req->data, req->key.bytes, enc.data.get());
       if (zero_copy) {
-        // The message refers to op->buf, which stays with the op until its completion.
-        r = rados_cxx::AioWriteFullNoCopy(c_->io, op->name.c_str(), op->buf.data.get(),
-                                          op->put_bytes, &RadosStore::OnComplete, op,
-                                          &op->cxx_completion);
+        // The message refers to the buffer, which stays with the op until its completion.
+        char* data = enc.data.get();
+        op->buf = std::move(enc);
+        r = rados_cxx::AioWriteFullNoCopy(c_->io, op->name.c_str(), data, bytes,
+                                          &RadosStore::OnComplete, op, &op->cxx_completion);
       } else {
         // The C API copies the buffer into its own before it returns.
-        r = rados_aio_write_full(c_->io, op->name.c_str(), op->completion,
-                                 op->buf.data.get(), op->put_bytes);
-        ReturnBuffer(std::move(op->buf), false);
+        r = rados_aio_write_full(c_->io, op->name.c_str(), op->completion, enc.data.get(),
+                                 bytes);
+        ReturnBuffer(std::move(enc), false);
       }
       break;
     }
