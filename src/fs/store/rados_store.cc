@@ -142,9 +142,9 @@ class RadosStore final : public BlockStore {
   StoreStatsSnapshot stats() const override { return stats_.Snapshot(); }
 
  private:
-  // An encoded object (a put's) or an encoded range (a get's). Buffers are
-  // reused (spare_): a fresh one per operation was, with 4 MiB blocks, an mmap, 1024 page
-  // faults and a memset each, a fifth of the client's CPU in a sequential write.
+  // An encoded object (a put's) or an encoded range (a get's). Buffers are reused (spare_): a
+  // fresh one per operation was, with 4 MiB blocks, an mmap, 1024 page faults and a memset
+  // each.
   struct IoBuffer {
     std::unique_ptr<char[]> data;
     size_t bytes = 0;
@@ -170,12 +170,14 @@ class RadosStore final : public BlockStore {
   // holds this many, puts copy (the C API): it holds at most this many plus the puts that were
   // in flight then.
   static constexpr size_t kQuarantineMax = 16;
-  IoBuffer TakeBuffer(size_t bytes);
+  // The smallest spare buffer of at least `bytes` (a get of a small range must not take a
+  // block's buffer that the next put then allocates again), or a new one. quarantine_room:
+  // whether the quarantine has room for one more buffer (a zero-copy put may go out).
+  IoBuffer TakeBuffer(size_t bytes, bool* quarantine_room = nullptr);
   void GiveBuffer(IoBuffer b);
   // After an operation: the buffer goes back to spare_, or to quarantine_ when librados may
   // still refer to it.
   void ReturnBuffer(IoBuffer b, bool maybe_referenced);
-  bool QuarantineHasRoom();
   void ReleaseCompletion(Op* op);
 
   static void OnComplete(rados_completion_t c, void* arg);
@@ -201,13 +203,18 @@ class RadosStore final : public BlockStore {
   std::vector<IoBuffer> quarantine_;  // GUARDED_BY(spare_mu_); freed after c_ is shut down
 };
 
-RadosStore::IoBuffer RadosStore::TakeBuffer(size_t bytes) {
+RadosStore::IoBuffer RadosStore::TakeBuffer(size_t bytes, bool* quarantine_room) {
   {
     std::lock_guard lock(spare_mu_);
+    if (quarantine_room != nullptr) *quarantine_room = quarantine_.size() < kQuarantineMax;
+    size_t best = spare_.size();
     for (size_t i = 0; i < spare_.size(); ++i) {
-      if (spare_[i].bytes < bytes) continue;
-      IoBuffer b = std::move(spare_[i]);
-      spare_.erase(spare_.begin() + static_cast<long>(i));
+      const bool fits = spare_[i].bytes >= bytes;
+      if (fits && (best == spare_.size() || spare_[i].bytes < spare_[best].bytes)) best = i;
+    }
+    if (best != spare_.size()) {
+      IoBuffer b = std::move(spare_[best]);
+      spare_.erase(spare_.begin() + static_cast<long>(best));
       spare_bytes_ -= b.bytes;
       return b;
     }
@@ -241,11 +248,6 @@ void RadosStore::ReturnBuffer(IoBuffer b, bool maybe_referenced) {
     return;
   }
   GiveBuffer(std::move(b));
-}
-
-bool RadosStore::QuarantineHasRoom() {
-  std::lock_guard lock(spare_mu_);
-  return quarantine_.size() < kQuarantineMax;
 }
 
 void RadosStore::ReleaseCompletion(Op* op) {
@@ -291,16 +293,20 @@ void RadosStore::Start(StoreRequest* req) {
     return;
   }
   auto* op = new Op{this, req, ObjectName(options_.prefix, req->key), {}, 0, {}, nullptr, nullptr};
-  const bool zero_copy = req->op == StoreOp::kPut && QuarantineHasRoom();
+  // A put takes its buffer first: whether it may go out without a copy is decided then.
+  bool zero_copy = false;
+  IoBuffer enc;
+  if (req->op == StoreOp::kPut) {
+    op->put_bytes = EncodedBytes(req->key.bytes);
+    enc = TakeBuffer(op->put_bytes, &zero_copy);
+  }
   if (!zero_copy) rados_aio_create_completion2(op, &RadosStore::OnComplete, &op->completion);
   int r = 0;
   switch (req->op) {
     case StoreOp::kPut: {
       // Once an operation is queued its completion may run, and delete op, at any moment:
       // nothing below touches op after the call that queues it.
-      op->put_bytes = EncodedBytes(req->key.bytes);
       const uint64_t bytes = op->put_bytes;
-      IoBuffer enc = TakeBuffer(bytes);
       EncodeObject(ObjectSeed(req->key, 0), req->data, req->key.bytes, enc.data.get());
       if (zero_copy) {
         // The message refers to the buffer, which stays with the op until its completion.
