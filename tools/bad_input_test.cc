@@ -165,6 +165,9 @@ TEST_F(BadInputTest, FsBenchFlags) {
   ExpectUsageError(bench({"--meta", "sqlite", "--seq-size", "1000"}), {"--seq-size 1000"});
   ExpectUsageError(bench({"--meta", "sqlite", "--rados-seconds", "0"}),
                    {"--rados-seconds 0", "1 to 600"});
+  ExpectUsageError(bench({"--meta", "sqlite", "--readahead", "2G"}),
+                   {"--readahead 2G", "from 64K to 1G"});
+  ExpectUsageError(bench({"--readahead", "5000"}), {"--readahead 5000", "whole 4K pages"});
   ExpectUsageError(bench({"--meta", "sqlite", "--block-size", "3M"}),
                    {"--block-size 3M", "power of two between 64K and 16M"});
   ExpectUsageError(bench({"--block-size", "1M"}),

@@ -244,6 +244,10 @@ struct AddressSpaceOptions {
   // by a terabyte costs one request. The durability contract is unchanged (a trim is ordered
   // like the zero writes it replaces).
   bool sparse_device = false;
+  // The largest readahead window of this address space; 0: the cache's readahead_max_bytes.
+  // Capped, as that one is, at an eighth of the cache. A device whose reads each cost a long
+  // round trip (a file on a network object store) wants a window of several of its requests.
+  uint64_t readahead_max_bytes = 0;
 };
 
 class AddressSpace {

@@ -14,7 +14,7 @@ namespace folio::cache {
 
 AddressSpaceImpl::AddressSpaceImpl(PageCacheImpl* cache, BlockDevice* device, std::string name,
                                    uint64_t size_bytes, const FolioPolicy& policy,
-                                   bool trim_zero_ranges)
+                                   bool trim_zero_ranges, uint64_t readahead_max_pages)
     : cache_(cache),
       device_(device),
       trim_zero_ranges_(trim_zero_ranges),
@@ -23,7 +23,7 @@ AddressSpaceImpl::AddressSpaceImpl(PageCacheImpl* cache, BlockDevice* device, st
       index_(device_pages_),
       size_(size_bytes),
       policy_(PackPolicy(policy)),
-      ra_(cache->readahead_max_pages()) {}
+      ra_(readahead_max_pages) {}
 
 AddressSpaceImpl::~AddressSpaceImpl() {
   cache_->Unregister(this);

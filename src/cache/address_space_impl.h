@@ -59,7 +59,8 @@ struct ReadJob;
 class AddressSpaceImpl final : public AddressSpace {
  public:
   AddressSpaceImpl(PageCacheImpl* cache, BlockDevice* device, std::string name,
-                   uint64_t size_bytes, const FolioPolicy& policy, bool trim_zero_ranges);
+                   uint64_t size_bytes, const FolioPolicy& policy, bool trim_zero_ranges,
+                   uint64_t readahead_max_pages);
   // Drops every folio (dirty data is discarded), waiting for reads in flight.
   // REQUIRES: no concurrent call on this address space.
   ~AddressSpaceImpl() override;

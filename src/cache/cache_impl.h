@@ -66,6 +66,8 @@ class PageCacheImpl final : public PageCache {
   uint64_t dirty_background_bytes() const { return dirty_background_bytes_; }
   uint64_t dirty_limit_bytes() const { return dirty_limit_bytes_; }
   uint64_t readahead_max_pages() const { return readahead_max_pages_; }
+  // A readahead window of `bytes`, in pages, capped at an eighth of the cache (at least 4).
+  uint64_t ReadaheadPages(uint64_t bytes) const;
   // An aligned buffer of zeros, zero_buffer_bytes() long, for writing zero ranges.
   const char* zero_buffer() const { return zero_buffer_.data(); }
   uint64_t zero_buffer_bytes() const { return kZeroBufferBytes; }

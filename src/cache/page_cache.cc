@@ -44,8 +44,7 @@ PageCacheImpl::PageCacheImpl(const PageCacheOptions& options, std::unique_ptr<Fo
     : options_(options), arena_(std::move(arena)), page_state_(arena_->frame_count()) {
   const uint64_t capacity = arena_->capacity_bytes();
   SetDirtyThresholds(capacity);
-  const uint64_t ra_bytes = std::min<uint64_t>(options_.readahead_max_bytes, capacity / 8);
-  readahead_max_pages_ = std::max<uint64_t>(4, ra_bytes >> kPageShift);
+  readahead_max_pages_ = ReadaheadPages(options_.readahead_max_bytes);
   zero_buffer_ = AlignedBuffer::Zeroed(kZeroBufferBytes, kPageBytes);
   async_ = std::make_unique<AsyncReader>(this);
   for (int i = 0; i < options_.writeback_threads; ++i) {
@@ -102,10 +101,18 @@ Result<std::unique_ptr<AddressSpace>> PageCacheImpl::Open(BlockDevice* device,
     return Status::InvalidArgument(
         fmt::format("{}: folio policy orders out of 0..9 ({})", name, policy.ToString()));
   }
+  const uint64_t ra_pages = options.readahead_max_bytes != 0
+                                ? ReadaheadPages(options.readahead_max_bytes)
+                                : readahead_max_pages_;
   auto as = std::make_unique<AddressSpaceImpl>(this, device, name, size, policy,
-                                               options.sparse_device);
+                                               options.sparse_device, ra_pages);
   Register(as.get());
   return std::unique_ptr<AddressSpace>(std::move(as));
+}
+
+uint64_t PageCacheImpl::ReadaheadPages(uint64_t bytes) const {
+  const uint64_t ra_bytes = std::min<uint64_t>(bytes, arena_->capacity_bytes() / 8);
+  return std::max<uint64_t>(4, ra_bytes >> kPageShift);
 }
 
 PageCacheStats PageCacheImpl::Stats() const {

@@ -59,6 +59,7 @@ Status FileData::OpenMapping(uint64_t capacity) {
     o.policy = policy_;
   }
   o.sparse_device = true;
+  o.readahead_max_bytes = dp_->ctx().options.readahead_bytes;
   FOLIO_ASSIGN_OR_RETURN(as_, dp_->ctx().cache->Open(dev_.get(), o));
   return Status::OK();
 }

@@ -41,6 +41,30 @@ void FinishBlock(LogObject::Block& blk, const Status& status, LogObject::BlockSt
 
 }  // namespace
 
+// Where a read's bytes go: one buffer, or the folios of a merged request. Byte `at` of the
+// read is in the piece that holds it.
+class InodeDevice::ReadDst {
+ public:
+  explicit ReadDst(std::span<const iovec> iov) : iov_(iov) {}
+  // Calls fn(p, n, done) for each contiguous piece of the read's bytes [at, at + len), in
+  // order; `done` counts the bytes of the range before the piece.
+  template <class Fn>
+  void ForEach(uint64_t at, uint64_t len, Fn&& fn) const {
+    size_t i = 0;
+    uint64_t base = 0;
+    while (base + iov_[i].iov_len <= at) base += iov_[i++].iov_len;
+    for (uint64_t done = 0; done < len; base += iov_[i++].iov_len) {
+      const uint64_t in = at + done - base;
+      const uint64_t n = std::min<uint64_t>(len - done, iov_[i].iov_len - in);
+      fn(static_cast<char*>(iov_[i].iov_base) + in, n, done);
+      done += n;
+    }
+  }
+
+ private:
+  std::span<const iovec> iov_;
+};
+
 struct InodeDevice::PutCtx {
   InodeDevice* dev = nullptr;
   std::shared_ptr<LogObject> obj;
@@ -91,39 +115,41 @@ io_internal::DeviceGeometry InodeDevice::geometry() const {
 }
 
 Status InodeDevice::Execute(const io_internal::MergedRequest& m, const iovec* iov) {
+  const std::span<const iovec> pieces(iov, m.iov_count);
   switch (m.op) {
-    case IoOp::kRead:
-      if (m.iov_count > 1 && m.length <= kMergedReadMaxBytes) return ReadMerged(m, iov);
-      [[fallthrough]];
+    case IoOp::kRead: {
+      // One ReadRange over the whole merged read: its slices are resolved once and every
+      // stored segment's get is in flight together (a readahead window of four 2 MiB folios
+      // is four gets at once, not one after another). Pieces are read in place when they are
+      // large; small folios go through one buffer instead, so that a segment is one get and
+      // not one per 4 KiB folio (a cold read of a 30 KiB file took 8 gets). The copy costs far
+      // less than a get.
+      const bool small = std::any_of(pieces.begin(), pieces.end(), [](const iovec& v) {
+        return v.iov_len < kInPlaceReadMinBytes;
+      });
+      if (m.iov_count == 1 || !small || m.length > kBufferedReadMaxBytes) {
+        return ReadRange(m.offset, m.length, ReadDst(pieces));
+      }
+      thread_local std::vector<char> buf;
+      if (buf.size() < m.length) buf.resize(m.length);
+      FOLIO_RETURN_IF_ERROR(ReadRange(m.offset, m.length, buf.data()));
+      uint64_t at = 0;
+      for (const iovec& v : pieces) {
+        std::memcpy(v.iov_base, buf.data() + at, v.iov_len);
+        at += v.iov_len;
+      }
+      return Status::OK();
+    }
     case IoOp::kWrite: {
       uint64_t pos = m.offset;
-      for (uint32_t i = 0; i < m.iov_count; ++i) {
-        char* p = static_cast<char*>(iov[i].iov_base);
-        Status s = m.op == IoOp::kRead ? ReadRange(pos, iov[i].iov_len, p)
-                                       : Write(pos, p, iov[i].iov_len);
-        if (!s.ok()) return s;
-        pos += iov[i].iov_len;
+      for (const iovec& v : pieces) {
+        FOLIO_RETURN_IF_ERROR(Write(pos, static_cast<const char*>(v.iov_base), v.iov_len));
+        pos += v.iov_len;
       }
       return Status::OK();
     }
     case IoOp::kFlush: return FlushAndCommit();
     case IoOp::kTrim: return Trim(m.offset, m.length);
-  }
-  return Status::OK();
-}
-
-Status InodeDevice::ReadMerged(const io_internal::MergedRequest& m, const iovec* iov) {
-  // REQUIRES: m.length <= kMergedReadMaxBytes (the per-thread buffer stays small; larger
-  // merged reads are of large folios, each already one get per segment). One ReadRange over the whole merged read: its slices are resolved once and each stored
-  // segment is one ranged get, all in flight together, instead of one get per folio in turn
-  // (a cold read of a 30 KiB file took 8 gets). The copy out costs far less than a get.
-  thread_local std::vector<char> buf;
-  if (buf.size() < m.length) buf.resize(m.length);
-  FOLIO_RETURN_IF_ERROR(ReadRange(m.offset, m.length, buf.data()));
-  uint64_t at = 0;
-  for (uint32_t i = 0; i < m.iov_count; ++i) {
-    std::memcpy(iov[i].iov_base, buf.data() + at, iov[i].iov_len);
-    at += iov[i].iov_len;
   }
   return Status::OK();
 }
@@ -232,6 +258,11 @@ Result<std::vector<std::pair<uint32_t, uint32_t>>> InodeDevice::DataExtents(uint
 // ---- Reads -----------------------------------------------------------------------------
 
 Status InodeDevice::ReadRange(uint64_t pos, uint64_t len, char* dst) {
+  const iovec one{dst, len};
+  return ReadRange(pos, len, ReadDst({&one, 1}));
+}
+
+Status InodeDevice::ReadRange(uint64_t pos, uint64_t len, const ReadDst& dst) {
   if (len == 0) return Status::OK();
   Status s;
   for (int attempt = 0; attempt < kReadReloadsMax; ++attempt) {
@@ -248,8 +279,9 @@ Status InodeDevice::ReadRange(uint64_t pos, uint64_t len, char* dst) {
   return s;
 }
 
-Status InodeDevice::ReadRangeOnce(uint64_t pos, uint64_t len, char* dst) {
+Status InodeDevice::ReadRangeOnce(uint64_t pos, uint64_t len, const ReadDst& dst) {
   StoreBatch batch(ctx_->store);
+  uint64_t at = 0;  // bytes of the read before `pos`
   while (len > 0) {
     const uint32_t chunk = static_cast<uint32_t>(pos / meta::kChunkBytes);
     const uint32_t from = static_cast<uint32_t>(pos % meta::kChunkBytes);
@@ -266,37 +298,42 @@ Status InodeDevice::ReadRangeOnce(uint64_t pos, uint64_t len, char* dst) {
       recs.push_back(&r);
     }
     for (const Segment& seg : ResolveSlices(all, from, to)) {
-      char* out = dst + (seg.pos - from);
+      const uint64_t seg_at = at + (seg.pos - from);
       if (seg.src < 0 || all[seg.src].kind == meta::SliceKind::kZero) {
-        std::memset(out, 0, seg.len);
+        dst.ForEach(seg_at, seg.len, [](char* p, uint64_t n, uint64_t) { std::memset(p, 0, n); });
         continue;
       }
       const meta::Slice& s = all[seg.src];
       const uint64_t obj_off = s.object_off + (seg.pos - s.pos);
       if (static_cast<size_t>(seg.src) < committed) {
-        AddObjectReads(&batch, s, obj_off, seg.len, block_bytes_, out);
+        dst.ForEach(seg_at, seg.len, [&](char* p, uint64_t n, uint64_t done) {
+          AddObjectReads(&batch, s, obj_off + done, n, block_bytes_, p);
+        });
         continue;
       }
       const LogObject& obj = *recs[seg.src - committed]->obj;
-      uint64_t o = obj_off, left = seg.len;
-      while (left > 0) {
-        const uint32_t b = static_cast<uint32_t>(o / block_bytes_);
-        const uint64_t in_block = o % block_bytes_;
-        const uint64_t n = std::min<uint64_t>(left, block_bytes_ - in_block);
-        const LogObject::Block& blk = obj.blocks[b];
-        if (blk.state != LogObject::BlockState::kStored) {
-          FOLIO_CHECK(in_block + n <= blk.data.size());
-          std::memcpy(out, blk.data.data() + in_block, n);
-        } else {
-          const uint64_t size = obj.sealed ? obj.bytes : (static_cast<uint64_t>(b) + 1) * block_bytes_;
-          batch.Get(BlockKey(Raw(obj.id), b, size, block_bytes_), in_block, n, out);
+      dst.ForEach(seg_at, seg.len, [&](char* out, uint64_t left, uint64_t done) {
+        uint64_t o = obj_off + done;
+        while (left > 0) {
+          const uint32_t b = static_cast<uint32_t>(o / block_bytes_);
+          const uint64_t in_block = o % block_bytes_;
+          const uint64_t n = std::min<uint64_t>(left, block_bytes_ - in_block);
+          const LogObject::Block& blk = obj.blocks[b];
+          if (blk.state != LogObject::BlockState::kStored) {
+            FOLIO_CHECK(in_block + n <= blk.data.size());
+            std::memcpy(out, blk.data.data() + in_block, n);
+          } else {
+            const uint64_t size =
+                obj.sealed ? obj.bytes : (static_cast<uint64_t>(b) + 1) * block_bytes_;
+            batch.Get(BlockKey(Raw(obj.id), b, size, block_bytes_), in_block, n, out);
+          }
+          out += n;
+          o += n;
+          left -= n;
         }
-        out += n;
-        o += n;
-        left -= n;
-      }
+      });
     }
-    dst += to - from;
+    at += to - from;
     pos += to - from;
     len -= to - from;
   }

@@ -14,7 +14,9 @@
 //   read    resolves the chunk's slices, newest last: the committed list (cached here, loaded
 //           from the metadata on first use and reloaded when older than a quarter of the
 //           deletion grace period) and then the pending records; segments come from pending
-//           buffers, ranged store gets (all in flight at once) or zeros.
+//           buffers, ranged store gets (all in flight at once) or zeros. A merged request of
+//           several folios (a readahead window) is one such read: large folios are read in
+//           place, a get per folio; small ones through one buffer, a get per segment.
 //   trim    the cache's zero ranges (a truncate, a write past the end): a kZero record where
 //           some older record still has data.
 //   flush   seals the current object (its last, short block is put), waits until every block
@@ -186,13 +188,16 @@ class InodeDevice final : public io_internal::QueuedDevice {
   io_internal::DeviceGeometry geometry() const override;
 
  private:
-  // A merged read of several folios up to this size is read as one range (ReadMerged).
-  static constexpr uint64_t kMergedReadMaxBytes = 4ull << 20;
+  // A merged read of folios all at least this large is read in place (Execute); one with a
+  // smaller folio, up to kBufferedReadMaxBytes, through a buffer.
+  static constexpr uint64_t kInPlaceReadMinBytes = 256ull << 10;
+  static constexpr uint64_t kBufferedReadMaxBytes = 4ull << 20;
   // A read that finds an object of a cached committed list gone reloads the lists and reads
   // again, this many times in all (ReadRange).
   static constexpr int kReadReloadsMax = 3;
-  Status ReadRangeOnce(uint64_t pos, uint64_t len, char* dst);
-  Status ReadMerged(const io_internal::MergedRequest& m, const iovec* iov);
+  class ReadDst;
+  Status ReadRange(uint64_t pos, uint64_t len, const ReadDst& dst);
+  Status ReadRangeOnce(uint64_t pos, uint64_t len, const ReadDst& dst);
   struct ChunkCache {
     bool loaded = false;
     uint64_t load_ns = 0;

@@ -5,6 +5,10 @@
 // that commits a record naming an object before that object's sync completed finds it missing
 // or torn after the cut, and fsck reports it.
 //
+// It also counts gets in flight (the most at once: how many a reader keeps going together).
+// Each get of a batch is counted before the batch goes to the wrapped store, so the gets one
+// Submit sends are all counted as in flight together whatever the store's speed.
+//
 // Requests pass through unchanged except for `done` / `ctx`, which the wrapper borrows until
 // the wrapped store completes the request and gives back before the caller's completion runs.
 //
@@ -13,6 +17,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -41,7 +46,12 @@ class PowerCutStore final : public store::BlockStore {
     for (store::StoreRequest* req : batch) {
       const bool deferred = req->op == store::StoreOp::kPut &&
                             req->put_sync == store::PutSync::kDeferred && inner_->DefersSync();
-      if (req->op != store::StoreOp::kPut && req->op != store::StoreOp::kSync) continue;
+      if (req->op == store::StoreOp::kGet) {
+        std::lock_guard<std::mutex> lock(mu_);
+        gets_max_ = std::max(gets_max_, ++gets_);
+      } else if (req->op != store::StoreOp::kPut && req->op != store::StoreOp::kSync) {
+        continue;
+      }
       auto* b = new Borrowed{this, req->done, req->ctx, deferred, {}};
       if (req->op == store::StoreOp::kSync) {
         b->sync_keys.assign(req->sync_keys.begin(), req->sync_keys.end());
@@ -65,6 +75,16 @@ class PowerCutStore final : public store::BlockStore {
   bool IsUnsynced(const store::ObjectKey& key) const {
     std::lock_guard<std::mutex> lock(mu_);
     return unsynced_.count(key) != 0;
+  }
+
+  // The most gets in flight at once since the last ResetGetsInFlightMax().
+  uint64_t gets_in_flight_max() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return gets_max_;
+  }
+  void ResetGetsInFlightMax() {
+    std::lock_guard<std::mutex> lock(mu_);
+    gets_max_ = gets_;
   }
 
   // Every unsynced object's file is removed (seed 0), or each is kept whole, removed or cut
@@ -97,7 +117,10 @@ class PowerCutStore final : public store::BlockStore {
     std::unique_ptr<Borrowed> b(static_cast<Borrowed*>(req->ctx));
     req->done = b->done;
     req->ctx = b->ctx;
-    if (req->status.ok()) {
+    if (req->op == store::StoreOp::kGet) {
+      std::lock_guard<std::mutex> lock(b->self->mu_);
+      --b->self->gets_;
+    } else if (req->status.ok()) {
       std::lock_guard<std::mutex> lock(b->self->mu_);
       if (req->op == store::StoreOp::kSync) {
         for (const store::ObjectKey& key : b->sync_keys) b->self->unsynced_.erase(key);
@@ -115,6 +138,7 @@ class PowerCutStore final : public store::BlockStore {
   std::unique_ptr<store::BlockStore> inner_;
   mutable std::mutex mu_;
   std::unordered_set<store::ObjectKey, store::ObjectKeyHash> unsynced_;  // GUARDED_BY(mu_)
+  uint64_t gets_ = 0, gets_max_ = 0;                                      // GUARDED_BY(mu_)
 };
 
 }  // namespace folio::fs::test

@@ -105,6 +105,8 @@ check "unknown mount option" expect_error 2 "unknown mount option" mount "$META"
 check "bad meta_sync" expect_error 2 "meta_sync=each" mount "$META" "$T/mnt/bad" -o meta_sync=never
 check "bad meta_commit" expect_error 2 "seconds from 0.1 to 3600" mount "$META" "$T/mnt/bad" -o meta_sync=fsync,meta_commit=0
 check "bad meta_cache" expect_error 2 "meta_cache=on (the default) or meta_cache=off" mount "$META" "$T/mnt/bad" -o meta_cache=maybe
+check "bad readahead" expect_error 2 "readahead 1K: give whole 4K pages from 64K to 1G" mount "$META" "$T/mnt/bad" -o readahead=1K
+check "readahead not a size" expect_error 2 "readahead lots: not a size" mount "$META" "$T/mnt/bad" -o readahead=lots
 check "umount of a non-mount" expect_error 2 "not a FUSE mount" umount "$T/mnt/bad"
 
 echo "== format"
@@ -174,8 +176,9 @@ META2=sqlite:$T/meta2.db
 truncate -s 512M "$T/stores/dev.img"
 check "format on a dev: store" "$FOLIO" fs format "$META2" devvol --storage "dev:file:$T/stores/dev.img" \
   --block-size 1M --deletion-grace 0
-# The dev: volume runs with the metadata synced at fsync and every 5 s (as ext4), not per op.
-run_volume dev "$META2" -o meta_sync=fsync
+# The dev: volume runs with the metadata synced at fsync and every 5 s (as ext4), not per op,
+# and a readahead window of its own.
+run_volume dev "$META2" -o meta_sync=fsync,readahead=4M
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -264,7 +264,8 @@ Status FsBench::Setup() {
   store_dir_ = c_.store.empty() ? w + "/store" : "";
   const std::string storage = c_.store.empty() ? "dir:" + store_dir_ : c_.store;
   FOLIO_ASSIGN_OR_RETURN(folio_, BenchMount::Folio(c_.folio_binary, w, "folio", storage,
-                                                   /*packing=*/true, c_.cache_bytes));
+                                                   /*packing=*/true, c_.cache_bytes,
+                                                   c_.readahead_bytes));
   Say("$ " + folio_->command());
   FOLIO_ASSIGN_OR_RETURN(pll_, BenchMount::Passthrough(pll, ext4, w + "/mnt-pll",
                                                        w + "/pll.log", memcg_.get()));
@@ -363,7 +364,8 @@ Status FsBench::RunSmall(int rep) {
     nopack_store_dir_ = w + "/store-nopack";
     FOLIO_ASSIGN_OR_RETURN(nopack_, BenchMount::Folio(c_.folio_binary, w, "folio-nopack",
                                                       "dir:" + nopack_store_dir_,
-                                                      /*packing=*/false, c_.cache_bytes));
+                                                      /*packing=*/false, c_.cache_bytes,
+                                                      c_.readahead_bytes));
     Say("$ " + nopack_->command());
     const std::string root = nopack_->path() + "/work";
     if (::mkdir(root.c_str(), 0755) != 0) return Status::FromErrno(errno, root);

@@ -47,6 +47,9 @@ struct FsBenchConfig {
   std::string plot_path;         // empty: no plot
   std::string passthrough_ll;    // a built passthrough_ll ("" = build it in the temp dir)
   std::string folio_binary;      // this binary or --mount-binary (runs `folio fs mount`)
+  // --readahead: the Folio mounts' -o readahead=SIZE; 0: not given (the mount binary's default,
+  // so that an older --mount-binary still mounts).
+  uint64_t readahead_bytes = 0;
   // Prefixes of the phases to run (empty: all). A group runs when one is a prefix of its
   // name: each I/O phase's, "md-1t" / "md-4t" (every metadata op), "smallfiles".
   std::vector<std::string> phases;

@@ -121,12 +121,13 @@ double Micros(uint64_t ns) { return static_cast<double>(ns) / 1000.0; }
 class Volume {
  public:
   Volume(std::string meta_url, std::string store_url, std::string name, uint64_t cache_bytes,
-         uint64_t block_bytes)
+         uint64_t block_bytes, uint64_t readahead_bytes)
       : meta_url_(std::move(meta_url)),
         store_url_(std::move(store_url)),
         name_(std::move(name)),
         cache_bytes_(cache_bytes),
-        block_bytes_(block_bytes) {}
+        block_bytes_(block_bytes),
+        readahead_bytes_(readahead_bytes) {}
   ~Volume() { (void)Close(); }
 
   Status Create(std::vector<std::string>* notes) {
@@ -195,6 +196,7 @@ class Volume {
     // The engines' figures: every lookup and getattr goes to the engine, as in JuiceFS's
     // pkg/meta benchmarks (a mount's record cache would answer them from memory).
     fo.meta_cache = false;
+    fo.readahead_bytes = readahead_bytes_;
     FOLIO_ASSIGN_OR_RETURN(fs_, fs::FileSystem::Mount(meta_.get(), store_.get(), cache_.get(), fo));
     return Status::OK();
   }
@@ -209,6 +211,7 @@ class Volume {
   const std::string meta_url_, store_url_, name_;
   const uint64_t cache_bytes_;
   const uint64_t block_bytes_;
+  const uint64_t readahead_bytes_;
   std::unique_ptr<meta::MetaEngine> meta_;
   std::unique_ptr<store::BlockStore> store_;
   std::unique_ptr<PageCache> cache_;
@@ -486,7 +489,7 @@ Status EngineBench::RunCombo(const std::string& meta, const std::string& store, 
   Status s;
   {
     Volume v(meta_url, store_url, fmt::format("fbench-{}-{}", ::getpid(), index), c_.cache_bytes,
-             c_.block_bytes);
+             c_.block_bytes, c_.readahead_bytes);
     s = v.Create(&r.notes);
     if (s.ok()) s = MetadataOps(v.fs(), v.meta(), &r);
     if (s.ok()) s = SmallFiles(v.fs(), &r);

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "fs/file_system.h"
+
 namespace folio::cli {
 
 struct FsEngineBenchConfig {
@@ -35,6 +37,7 @@ struct FsEngineBenchConfig {
   int rados_seconds = 5;            // per `rados bench` mode
   uint64_t cache_bytes = 256ull << 20;
   uint64_t block_bytes = 4ull << 20;  // the volumes' block size (folio fs format --block-size)
+  uint64_t readahead_bytes = fs::FsOptions{}.readahead_bytes;  // the mounts' (--readahead)
   bool json = false;
 };
 

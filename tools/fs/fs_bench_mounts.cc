@@ -88,7 +88,8 @@ Result<std::unique_ptr<BenchMount>> BenchMount::Folio(const std::string& folio_b
                                                       const std::string& work,
                                                       const std::string& name,
                                                       const std::string& storage, bool packing,
-                                                      uint64_t cache_bytes) {
+                                                      uint64_t cache_bytes,
+                                                      uint64_t readahead_bytes) {
   const std::string meta = "sqlite:" + work + "/" + name + ".db";
   const std::string log = work + "/" + name + ".log";
   const std::string mnt = work + "/mnt-" + name;
@@ -100,6 +101,9 @@ Result<std::unique_ptr<BenchMount>> BenchMount::Folio(const std::string& folio_b
   std::vector<std::string> mount = {folio_binary, "fs", "mount", meta, mnt,
                                     "--cache", std::to_string(cache_bytes >> 20) + "M",
                                     "--daemon", "--log", log, "-o", "meta_sync=fsync"};
+  if (readahead_bytes != 0) {
+    mount.back() += ",readahead=" + std::to_string(readahead_bytes >> 10) + "K";
+  }
   FOLIO_RETURN_IF_ERROR(RunChild(mount, log));
   Result<fuse::MountEntry> m = fuse::FindFuseMount(mnt);
   if (!m.ok() || m->pid <= 0) {

@@ -31,12 +31,13 @@ Status RunChild(const std::vector<std::string>& argv, const std::string& log_pat
 class BenchMount {
  public:
   // `folio fs format sqlite:WORK/NAME.db NAME --storage STORAGE [--pack-below 0]` and
-  // `folio fs mount ... WORK/mnt-NAME --cache CACHE --daemon --log WORK/NAME.log`.
+  // `folio fs mount ... WORK/mnt-NAME --cache CACHE --daemon --log WORK/NAME.log
+  // -o meta_sync=fsync[,readahead=READAHEAD]` (readahead_bytes 0: the mount's default).
   static Result<std::unique_ptr<BenchMount>> Folio(const std::string& folio_binary,
                                                    const std::string& work,
                                                    const std::string& name,
                                                    const std::string& storage, bool packing,
-                                                   uint64_t cache_bytes);
+                                                   uint64_t cache_bytes, uint64_t readahead_bytes);
   // `PLL -f -o source=SOURCE MOUNTPOINT`, started inside memcg (when not null) so the page
   // cache of its backing files is charged to (and capped by) the same cgroup as the reader's.
   static Result<std::unique_ptr<BenchMount>> Passthrough(const std::string& pll,

@@ -54,6 +54,7 @@ struct FsMountConfig {
   // -o meta_sync=fsync (false): durable at fsync / fsyncdir / unmount and every meta_commit_ms.
   bool meta_sync_each = true;
   bool meta_cache = true;  // -o meta_cache=on|off (fs::FsOptions::meta_cache)
+  uint64_t readahead_bytes = fs::FsOptions{}.readahead_bytes;  // -o readahead=SIZE
   uint64_t meta_commit_ms = fs::FsOptions{}.meta_sync_interval_ms;  // -o meta_commit=S
   bool debug = false;
 };

@@ -68,6 +68,7 @@ struct FsArgs {
   std::string passthrough_ll;
   std::vector<std::string> phases;
   std::string mount_binary;
+  std::string readahead;  // bench --readahead ("": FsOptions's; a mount's is -o readahead=SIZE)
   // positional
   std::string meta_url;
   std::string second;  // NAME (format) or MOUNTPOINT (mount)
@@ -105,6 +106,17 @@ Result<uint64_t> SizeFlag(const std::string& text, std::string_view flag, std::s
   return v;
 }
 
+// A file's largest readahead window (FsOptions::readahead_bytes): -o readahead=SIZE of a mount,
+// --readahead of the bench.
+Result<uint64_t> ReadaheadFlag(const std::string& text, std::string_view flag) {
+  FOLIO_ASSIGN_OR_RETURN(uint64_t bytes, SizeFlag(text, flag, "16M"));
+  if (bytes < (64ull << 10) || bytes > (1ull << 30) || bytes % 4096 != 0) {
+    return Status::InvalidArgument(std::string(flag) + " " + text +
+                                   ": give whole 4K pages from 64K to 1G (e.g. 16M)");
+  }
+  return bytes;
+}
+
 int RunFormat(const FsArgs& a) {
   constexpr char kPrefix[] = "folio fs format";
   FsFormatConfig c;
@@ -135,7 +147,8 @@ int RunFormat(const FsArgs& a) {
 }
 
 // -o options: ro, rw, shared, allow_other, noatime, relatime, strictatime, writeback_cache,
-// entry_timeout=S, attr_timeout=S, meta_sync=each|fsync, meta_commit=S, meta_cache=on|off.
+// entry_timeout=S, attr_timeout=S, meta_sync=each|fsync, meta_commit=S, meta_cache=on|off,
+// readahead=SIZE.
 Status ApplyMountOptions(const std::vector<std::string>& groups, FsMountConfig* c) {
   for (const std::string& group : groups) {
     std::stringstream in(group);
@@ -173,6 +186,8 @@ Status ApplyMountOptions(const std::vector<std::string>& groups, FsMountConfig* 
                                          ": use meta_cache=on (the default) or meta_cache=off");
         }
         c->meta_cache = value == "on";
+      } else if (key == "readahead") {
+        FOLIO_ASSIGN_OR_RETURN(c->readahead_bytes, ReadaheadFlag(value, "-o readahead"));
       } else if (key == "entry_timeout" || key == "attr_timeout") {
         char* end = nullptr;
         const double v = std::strtod(value.c_str(), &end);
@@ -186,7 +201,7 @@ Status ApplyMountOptions(const std::vector<std::string>& groups, FsMountConfig* 
             "-o " + o +
             ": unknown mount option; use ro, rw, shared, allow_other, noatime, relatime, "
             "strictatime, writeback_cache, entry_timeout=S, attr_timeout=S, "
-            "meta_sync=each|fsync, meta_commit=S, meta_cache=on|off");
+            "meta_sync=each|fsync, meta_commit=S, meta_cache=on|off, readahead=SIZE");
       }
     }
   }
@@ -297,6 +312,9 @@ Status BuildBench(const FsArgs& a, FsBenchConfig* c) {
                                    ": give 10 to 100000 files");
   }
   c->small_files = a.small_files;
+  if (!a.readahead.empty()) {
+    FOLIO_ASSIGN_OR_RETURN(c->readahead_bytes, ReadaheadFlag(a.readahead, "--readahead"));
+  }
   if (a.repeat < 1 || a.repeat > 9) {
     return Status::InvalidArgument("--repeat " + std::to_string(a.repeat) + ": give 1 to 9 runs");
   }
@@ -423,6 +441,9 @@ Status BuildEngineBench(CLI::App* bench, const FsArgs& a, FsEngineBenchConfig* c
                                    ": use a whole number of MiB, at least 32M (e.g. 256M)");
   }
   FOLIO_ASSIGN_OR_RETURN(c->block_bytes, SizeFlag(a.block_size, "--block-size", "4M or 1M"));
+  if (!a.readahead.empty()) {
+    FOLIO_ASSIGN_OR_RETURN(c->readahead_bytes, ReadaheadFlag(a.readahead, "--readahead"));
+  }
   fs::FormatOptions fo;  // what the bench formats its volumes with (fs_bench_engines.cc)
   fo.name = "fbench";
   fo.store_url = "dir:";
@@ -503,7 +524,9 @@ Command AddFsCommand(CLI::App& root) {
                     "meta_sync=each|fsync (default each: every metadata operation durable when "
                     "it returns; fsync: at fsync, fsyncdir, unmount and every meta_commit=S "
                     "seconds, default 5, as ext4), meta_cache=on|off (default on: an unshared read-write "
-                    "mount answers lookups and attributes from a cache of its own records)");
+                    "mount answers lookups and attributes from a cache of its own records), "
+                    "readahead=SIZE (a file's largest readahead window in Folio's cache, "
+                    "default 16M, at most an eighth of --cache)");
   mount->add_flag("--debug", a->debug, "Print every FUSE request (libfuse's debug log)");
 
   CLI::App* umount = fs->add_subcommand("umount", "Unmount a volume and wait until its data "
@@ -558,6 +581,9 @@ Command AddFsCommand(CLI::App& root) {
                     "With --meta: the block size the bench's volumes are formatted with, a "
                     "power of two 64K..16M")
       ->default_str("4M");
+  bench->add_option("--readahead", a->readahead,
+                    "The Folio mounts' readahead window (their -o readahead=SIZE)")
+      ->default_str("16M");
   bench->add_option("--rados-seconds", a->rados_seconds,
                     "With --meta and a rados: store: seconds of each `rados bench` mode")
       ->default_str("5");

@@ -59,6 +59,7 @@ Status OpenAll(const FsMountConfig& c, MountState* st) {
   fo.atime = c.atime;
   fo.meta_sync_interval_ms = c.meta_commit_ms;
   fo.meta_cache = c.meta_cache;
+  fo.readahead_bytes = c.readahead_bytes;
   FOLIO_ASSIGN_OR_RETURN(st->fs, fs::FileSystem::Mount(st->volume.meta.get(),
                                                        st->volume.store.get(), st->cache.get(),
                                                        fo));
