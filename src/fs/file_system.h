@@ -129,8 +129,8 @@ struct FsOptions {
   // cache; 0: the cache's PageCacheOptions::readahead_max_bytes, 2 MiB). A window of large
   // folios is read as one ranged get per folio, all in flight at once, so the window is how
   // many gets a sequential reader keeps in flight: 16 MiB is eight 2 MiB gets. On RADOS
-  // (bluestore) that took 1 GiB read in 1 MiB calls from 0.45-0.48x `rados bench seq` (2 MiB)
-  // to 0.77-0.89x; on dir: from 1163-1278 to 1341-1497 MiB/s (docs/fs.md "Readahead").
+  // (bluestore) that took 1 GiB read in 1 MiB calls from a median of 0.48x `rados bench seq`
+  // (2 MiB, 5 runs) to 0.80x (8 runs); 32 MiB was slower (0.63x). docs/fs.md "Readahead".
   uint64_t readahead_bytes = 16ull << 20;
 };
 
