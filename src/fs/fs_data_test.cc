@@ -952,6 +952,54 @@ TEST(DataReadaheadTest, ASequentialReadKeepsTheWindowsGetsInFlightTogether) {
   EXPECT_GE(vol.power_cut()->gets_in_flight_max(), 4u);
 }
 
+// The same reads over data not committed yet: a file four times the cache, written without an
+// fsync, is read back while most of it lives only in the file's pending records (written back
+// under memory pressure, its folios evicted), from their buffers or from blocks put but not
+// committed, through large folios read in place; then committed and read again after a remount.
+TEST(DataReadaheadTest, ReadsInPlaceOfDataNotCommittedYet) {
+  test::VolumeOptions o;
+  o.block_bytes = 4ull << 20;
+  o.cache_bytes = 16ull << 20;  // windows of at most 2 MiB; the file does not fit
+  TestVolume vol(o);
+  ASSERT_TRUE(vol.Create().ok());
+  FileSystem* fs = vol.fs();
+  constexpr uint64_t kMiB = 1ull << 20;
+  Result<FileSystem::Opened> w =
+      fs->Create(Cred::Root(), kRootInode, "big", 0644, O_RDWR | O_CREAT | O_EXCL);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  std::string model;
+  auto put = [&](uint64_t pos, const std::string& piece) {
+    ASSERT_TRUE(fs->Write(w->fh, pos, {piece.data(), piece.size()}).ok());
+    if (model.size() < pos + piece.size()) model.resize(pos + piece.size(), '\0');
+    model.replace(pos, piece.size(), piece);
+  };
+  for (uint64_t i = 0; i < 64; ++i) put(i * kMiB, Pattern(kMiB, static_cast<int>(i)));
+  put(9 * kMiB + 4096 * 3 + 5, Pattern(5 * kMiB, 200));  // over records and block edges
+  put(70 * kMiB, Pattern(kMiB + 7, 201));                // past a hole
+  auto read_all = [&](FileSystem* f, uint64_t fh, const char* when) {
+    std::string got;
+    for (uint64_t pos = 0; pos < model.size(); pos += kMiB) {
+      std::string piece(kMiB, '\0');
+      Result<size_t> n = f->Read(fh, pos, {piece.data(), piece.size()});
+      ASSERT_TRUE(n.ok()) << when << " " << pos << ": " << n.status().ToString();
+      got.append(piece, 0, *n);
+    }
+    ASSERT_EQ(got.size(), model.size()) << when;
+    EXPECT_TRUE(got == model) << when << ": first difference at byte "
+                              << std::mismatch(got.begin(), got.end(), model.begin()).first -
+                                     got.begin();
+  };
+  ASSERT_NO_FATAL_FAILURE(read_all(fs, w->fh, "before the fsync"));
+  ASSERT_TRUE(fs->Fsync(w->fh, false).ok());
+  ASSERT_TRUE(fs->Release(w->fh).ok());
+  ASSERT_TRUE(vol.Remount().ok());
+  fs = vol.fs();
+  Result<FileSystem::Opened> r = fs->Open(Cred::Root(), w->attr.ino(), O_RDONLY);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_NO_FATAL_FAILURE(read_all(fs, r->fh, "after a remount"));
+  ASSERT_TRUE(fs->Release(r->fh).ok());
+}
+
 // The last unlink of a file with no data committed frees it in the unlink's own transaction
 // (nothing to drop references of); one with data goes on the deletion queue, and maintenance
 // frees it there (its objects then wait out the grace period).
