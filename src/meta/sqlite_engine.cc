@@ -285,12 +285,20 @@ void SqliteEngine::CheckpointPass(SqliteConn& conn) {
   if (!Checkpoint(conn, &frames, &copied)) return;
   // Copied everything it saw, or all but what was committed while it ran. On a slow CPU (an
   // emulated Cortex-A53) the writer kept appending during every pass, no pass ever copied all
-  // it saw, and the WAL grew to three times kRestartFrames before one did. At most
-  // kCheckpointFrames left over keeps the writers' wait below one short checkpoint.
+  // it saw, and the WAL grew to three times kRestartFrames before one did. So a pass that left
+  // more than kCheckpointFrames is followed by passes over what it left, while that shrinks
+  // (it does not when a reader holds those frames); at most kCheckpointFrames left over keeps
+  // the writers' wait below one short checkpoint.
+  for (int pass = 0; pass < 4 && frames >= kRestartFrames && frames - copied > kCheckpointFrames;
+       ++pass) {
+    const int left = frames - copied;
+    if (!Checkpoint(conn, &frames, &copied)) return;
+    if (frames - copied >= left) break;
+  }
   if (frames < kRestartFrames || frames - copied > kCheckpointFrames) return;
   // Copy what is left, with no writer running, so the next write transaction restarts the WAL
-  // (see kRestartFrames). A batch open on the writer
-  // holds frames of its own; wait for it to finish and try again before the next one opens.
+  // (see kRestartFrames). A batch open on the writer holds frames of its own; wait for it to
+  // finish and try again before the next one opens.
   // Every batch is finished by the writer that decides it (WriteAttempt), so the wait ends;
   // the timeout only bounds a pass, and the next pass tries again.
   for (int attempt = 0; attempt < 100; ++attempt) {
