@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -898,106 +900,105 @@ TEST_F(DataTest, AColdReadOfASmallFileIsOneStoreGet) {
   }
 }
 
+// A large file on a volume of 4 MiB blocks (a 2 MiB folio is one get, not several blocks'
+// worth), written through one handle and mirrored into `model`, then read back 1 MiB at a time.
+class DataReadaheadTest : public ::testing::Test {
+ protected:
+  static constexpr uint64_t kMiB = 1ull << 20;
+
+  // Creates the volume (cache_bytes of cache, readahead windows of readahead_bytes; 0: the
+  // default) and the file "f" open for writing in writer_.
+  void Open(uint64_t cache_bytes, uint64_t readahead_bytes) {
+    test::VolumeOptions o;
+    o.block_bytes = 4 * kMiB;
+    o.cache_bytes = cache_bytes;
+    if (readahead_bytes != 0) o.fs.readahead_bytes = readahead_bytes;
+    vol_ = std::make_unique<TestVolume>(o);
+    ASSERT_TRUE(vol_->Create().ok());
+    Result<FileSystem::Opened> w =
+        vol_->fs()->Create(Cred::Root(), kRootInode, "f", 0644, O_RDWR | O_CREAT | O_EXCL);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    writer_ = *w;
+  }
+
+  void Put(uint64_t pos, const std::string& piece) {
+    ASSERT_TRUE(vol_->fs()->Write(writer_.fh, pos, {piece.data(), piece.size()}).ok());
+    if (model_.size() < pos + piece.size()) model_.resize(pos + piece.size(), '\0');
+    model_.replace(pos, piece.size(), piece);
+  }
+
+  // Fsyncs and closes the writer, remounts (nothing cached) and opens the file for reading.
+  void Reopen() {
+    ASSERT_TRUE(vol_->fs()->Fsync(writer_.fh, false).ok());
+    ASSERT_TRUE(vol_->fs()->Release(writer_.fh).ok());
+    ASSERT_TRUE(vol_->Remount().ok());
+    Result<FileSystem::Opened> r = vol_->fs()->Open(Cred::Root(), writer_.attr.ino(), O_RDONLY);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    reader_ = r->fh;
+  }
+
+  // Reads the whole file through fh 1 MiB at a time and compares it with the model.
+  void ReadAll(uint64_t fh, const char* when) {
+    std::string got;
+    for (uint64_t pos = 0; pos < model_.size(); pos += kMiB) {
+      std::string piece(kMiB, '\0');
+      Result<size_t> n = vol_->fs()->Read(fh, pos, {piece.data(), piece.size()});
+      ASSERT_TRUE(n.ok()) << when << " " << pos << ": " << n.status().ToString();
+      got.append(piece, 0, *n);
+    }
+    ASSERT_EQ(got.size(), model_.size()) << when;
+    EXPECT_TRUE(got == model_) << when << ": first difference at byte "
+                               << std::mismatch(got.begin(), got.end(), model_.begin()).first -
+                                      got.begin();
+  }
+
+  void TearDown() override {
+    if (reader_.has_value()) {
+      EXPECT_TRUE(vol_->fs()->Release(*reader_).ok());
+    }
+  }
+
+  std::unique_ptr<TestVolume> vol_;
+  FileSystem::Opened writer_{};
+  std::optional<uint64_t> reader_;
+  std::string model_;
+};
+
 // A sequential reader keeps a readahead window of gets in flight: a window of several large
 // folios is one merged read whose gets (one per folio: they are read in place) all go out
 // together. Before, each folio of a merged read over 4 MiB was its own range, read after the
 // one before: one get in flight, and RADOS reads at half of `rados bench`. The file mixes
 // overlapping slices, a hole and a tail so that segments cross folio boundaries.
-TEST(DataReadaheadTest, ASequentialReadKeepsTheWindowsGetsInFlightTogether) {
-  test::VolumeOptions o;
-  o.block_bytes = 4ull << 20;      // a 2 MiB folio is one get, not several blocks' worth
-  o.cache_bytes = 64ull << 20;     // windows of at most 8 MiB (an eighth of the cache)
-  o.fs.readahead_bytes = 8ull << 20;
-  TestVolume vol(o);
-  ASSERT_TRUE(vol.Create().ok());
-  FileSystem* fs = vol.fs();
-  constexpr uint64_t kMiB = 1ull << 20;
-  Result<FileSystem::Opened> w =
-      fs->Create(Cred::Root(), kRootInode, "seq", 0644, O_RDWR | O_CREAT | O_EXCL);
-  ASSERT_TRUE(w.ok()) << w.status().ToString();
-  std::string model;
-  auto put = [&](uint64_t pos, const std::string& piece) {
-    ASSERT_TRUE(fs->Write(w->fh, pos, {piece.data(), piece.size()}).ok());
-    if (model.size() < pos + piece.size()) model.resize(pos + piece.size(), '\0');
-    model.replace(pos, piece.size(), piece);
-  };
+TEST_F(DataReadaheadTest, ASequentialReadKeepsTheWindowsGetsInFlightTogether) {
+  // Windows of at most 8 MiB (an eighth of the cache).
+  ASSERT_NO_FATAL_FAILURE(Open(64 * kMiB, 8 * kMiB));
   // One slice of 24 MiB (written back as one record), then two over it and a tail.
-  for (uint64_t i = 0; i < 24; ++i) put(i * kMiB, Pattern(kMiB, static_cast<int>(i)));
-  ASSERT_TRUE(fs->Fsync(w->fh, false).ok());
-  put(5 * kMiB + 123, Pattern(3 * kMiB, 100));  // across two folio boundaries
-  ASSERT_TRUE(fs->Fsync(w->fh, false).ok());
-  put(15 * kMiB - 4096, Pattern(8192, 101));
-  put(30 * kMiB + 77, Pattern(kMiB, 102));      // a hole from 24 MiB, then a short tail
-  ASSERT_TRUE(fs->Fsync(w->fh, false).ok());
-  ASSERT_TRUE(fs->Release(w->fh).ok());
-  ASSERT_TRUE(vol.Remount().ok());  // nothing cached
-  vol.power_cut()->ResetGetsInFlightMax();
-  fs = vol.fs();
-  Result<FileSystem::Opened> r = fs->Open(Cred::Root(), w->attr.ino(), O_RDONLY);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  std::string got;
-  for (uint64_t pos = 0; pos < model.size(); pos += kMiB) {
-    std::string piece(kMiB, '\0');
-    Result<size_t> n = fs->Read(r->fh, pos, {piece.data(), piece.size()});
-    ASSERT_TRUE(n.ok()) << pos << ": " << n.status().ToString();
-    got.append(piece, 0, *n);
-  }
-  ASSERT_TRUE(fs->Release(r->fh).ok());
-  ASSERT_EQ(got.size(), model.size());
-  EXPECT_TRUE(got == model) << "first difference at byte "
-                            << std::mismatch(got.begin(), got.end(), model.begin()).first -
-                                   got.begin();
+  for (uint64_t i = 0; i < 24; ++i) Put(i * kMiB, Pattern(kMiB, static_cast<int>(i)));
+  ASSERT_TRUE(vol_->fs()->Fsync(writer_.fh, false).ok());
+  Put(5 * kMiB + 123, Pattern(3 * kMiB, 100));  // across two folio boundaries
+  ASSERT_TRUE(vol_->fs()->Fsync(writer_.fh, false).ok());
+  Put(15 * kMiB - 4096, Pattern(8192, 101));
+  Put(30 * kMiB + 77, Pattern(kMiB, 102));      // a hole from 24 MiB, then a short tail
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  vol_->power_cut()->ResetGetsInFlightMax();
+  ASSERT_NO_FATAL_FAILURE(ReadAll(*reader_, "cold"));
   // Four 2 MiB folios of one 8 MiB window: four gets at once. Before, at most three: one
   // folio's segments (a slice over the base: base, slice, base) beside the reader's own miss.
-  EXPECT_GE(vol.power_cut()->gets_in_flight_max(), 4u);
+  EXPECT_GE(vol_->power_cut()->gets_in_flight_max(), 4u);
 }
 
 // The same reads over data not committed yet: a file four times the cache, written without an
 // fsync, is read back while most of it lives only in the file's pending records (written back
 // under memory pressure, its folios evicted), from their buffers or from blocks put but not
 // committed, through large folios read in place; then committed and read again after a remount.
-TEST(DataReadaheadTest, ReadsInPlaceOfDataNotCommittedYet) {
-  test::VolumeOptions o;
-  o.block_bytes = 4ull << 20;
-  o.cache_bytes = 16ull << 20;  // windows of at most 2 MiB; the file does not fit
-  TestVolume vol(o);
-  ASSERT_TRUE(vol.Create().ok());
-  FileSystem* fs = vol.fs();
-  constexpr uint64_t kMiB = 1ull << 20;
-  Result<FileSystem::Opened> w =
-      fs->Create(Cred::Root(), kRootInode, "big", 0644, O_RDWR | O_CREAT | O_EXCL);
-  ASSERT_TRUE(w.ok()) << w.status().ToString();
-  std::string model;
-  auto put = [&](uint64_t pos, const std::string& piece) {
-    ASSERT_TRUE(fs->Write(w->fh, pos, {piece.data(), piece.size()}).ok());
-    if (model.size() < pos + piece.size()) model.resize(pos + piece.size(), '\0');
-    model.replace(pos, piece.size(), piece);
-  };
-  for (uint64_t i = 0; i < 64; ++i) put(i * kMiB, Pattern(kMiB, static_cast<int>(i)));
-  put(9 * kMiB + 4096 * 3 + 5, Pattern(5 * kMiB, 200));  // over records and block edges
-  put(70 * kMiB, Pattern(kMiB + 7, 201));                // past a hole
-  auto read_all = [&](FileSystem* f, uint64_t fh, const char* when) {
-    std::string got;
-    for (uint64_t pos = 0; pos < model.size(); pos += kMiB) {
-      std::string piece(kMiB, '\0');
-      Result<size_t> n = f->Read(fh, pos, {piece.data(), piece.size()});
-      ASSERT_TRUE(n.ok()) << when << " " << pos << ": " << n.status().ToString();
-      got.append(piece, 0, *n);
-    }
-    ASSERT_EQ(got.size(), model.size()) << when;
-    EXPECT_TRUE(got == model) << when << ": first difference at byte "
-                              << std::mismatch(got.begin(), got.end(), model.begin()).first -
-                                     got.begin();
-  };
-  ASSERT_NO_FATAL_FAILURE(read_all(fs, w->fh, "before the fsync"));
-  ASSERT_TRUE(fs->Fsync(w->fh, false).ok());
-  ASSERT_TRUE(fs->Release(w->fh).ok());
-  ASSERT_TRUE(vol.Remount().ok());
-  fs = vol.fs();
-  Result<FileSystem::Opened> r = fs->Open(Cred::Root(), w->attr.ino(), O_RDONLY);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  ASSERT_NO_FATAL_FAILURE(read_all(fs, r->fh, "after a remount"));
-  ASSERT_TRUE(fs->Release(r->fh).ok());
+TEST_F(DataReadaheadTest, ReadsInPlaceOfDataNotCommittedYet) {
+  ASSERT_NO_FATAL_FAILURE(Open(16 * kMiB, 0));  // windows of at most 2 MiB; the file does not fit
+  for (uint64_t i = 0; i < 64; ++i) Put(i * kMiB, Pattern(kMiB, static_cast<int>(i)));
+  Put(9 * kMiB + 4096 * 3 + 5, Pattern(5 * kMiB, 200));  // over records and block edges
+  Put(70 * kMiB, Pattern(kMiB + 7, 201));                // past a hole
+  ASSERT_NO_FATAL_FAILURE(ReadAll(writer_.fh, "before the fsync"));
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  ASSERT_NO_FATAL_FAILURE(ReadAll(*reader_, "after a remount"));
 }
 
 // The last unlink of a file with no data committed frees it in the unlink's own transaction

@@ -124,10 +124,11 @@ Status InodeDevice::Execute(const io_internal::MergedRequest& m, const iovec* io
       // large; small folios go through one buffer instead, so that a segment is one get and
       // not one per 4 KiB folio (a cold read of a 30 KiB file took 8 gets). The copy costs far
       // less than a get.
-      const bool small = std::any_of(pieces.begin(), pieces.end(), [](const iovec& v) {
-        return v.iov_len < kInPlaceReadMinBytes;
-      });
-      if (m.iov_count == 1 || !small || m.length > kBufferedReadMaxBytes) {
+      const bool buffered =
+          m.iov_count > 1 && m.length <= kBufferedReadMaxBytes &&
+          std::any_of(pieces.begin(), pieces.end(),
+                      [](const iovec& v) { return v.iov_len < kInPlaceReadMinBytes; });
+      if (!buffered) {
         return ReadRange(m.offset, m.length, ReadDst(pieces));
       }
       thread_local std::vector<char> buf;

@@ -572,8 +572,10 @@ std::string EngineBench::Text() const {
       "benchmark (Redis appendfsync=always, PostgreSQL 15; AWS c5, its own hardware): a "
       "reference, not a same-run ratio. Small files: {} of 1-64 KiB, create + write + close, "
       "then one SyncAll; sequential: {} in 1 MiB writes + fsync, read back after a remount. "
-      "Volumes formatted with {} blocks.\n",
-      c_.small_files, FormatSize(c_.seq_bytes), FormatSize(c_.block_bytes));
+      "Volumes formatted with {} blocks; a {} page cache, readahead windows of {} (at most an "
+      "eighth of the cache).\n",
+      c_.small_files, FormatSize(c_.seq_bytes), FormatSize(c_.block_bytes),
+      FormatSize(c_.cache_bytes), FormatSize(c_.readahead_bytes));
   for (const RadosCeiling& rc : rados_) {
     if (!rc.error.empty()) {
       t += "rados bench on pool " + rc.pool + ": " + rc.error + "\n";
@@ -613,6 +615,8 @@ std::string EngineBench::JsonText() const {
   j["small_files"] = c_.small_files;
   j["seq_bytes"] = c_.seq_bytes;
   j["block_bytes"] = c_.block_bytes;
+  j["cache_bytes"] = c_.cache_bytes;
+  j["readahead_bytes"] = c_.readahead_bytes;
   Json combos = Json::array();
   for (const ComboResult& r : results_) {
     Json cj;
