@@ -14,8 +14,12 @@ struct QueuedDevice::State : ThreadState {
   uint64_t in_flight = 0;  // original requests submitted and not yet completed
 };
 
-QueuedDevice::QueuedDevice(uint32_t queue_depth, uint64_t max_request_bytes, bool histograms)
-    : queue_depth_(queue_depth), max_request_bytes_(max_request_bytes), stats_(histograms) {}
+QueuedDevice::QueuedDevice(uint32_t queue_depth, uint64_t max_request_bytes, bool histograms,
+                           uint64_t max_write_bytes)
+    : queue_depth_(queue_depth),
+      max_request_bytes_(max_request_bytes),
+      max_write_bytes_(max_write_bytes),
+      stats_(histograms) {}
 
 namespace {
 
@@ -56,7 +60,7 @@ Status QueuedDevice::Submit(std::span<IoRequest* const> batch) {
     }
     state->merger.Add(r);
   }
-  state->merger.Build(max_request_bytes_);
+  state->merger.Build(max_request_bytes_, max_write_bytes_);
   for (const MergedRequest& m : state->merger.requests()) {
     for (uint32_t i = 1; i < m.nr_requests; ++i) stats_.RecordMerge(m.op);
     const uint64_t start_ns = MonotonicNowNs();

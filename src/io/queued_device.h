@@ -35,7 +35,9 @@ class QueuedDevice : public BlockDevice {
 
  protected:
   // histograms: whether stats() keeps request size and latency histograms (DeviceStats).
-  QueuedDevice(uint32_t queue_depth, uint64_t max_request_bytes, bool histograms = true);
+  // max_write_bytes: the largest merged write Execute gets (0: max_request_bytes).
+  QueuedDevice(uint32_t queue_depth, uint64_t max_request_bytes, bool histograms = true,
+               uint64_t max_write_bytes = 0);
 
   // Performs one merged request (iov has m.iov_count segments for reads and writes).
   // Context: called from Submit of any thread, concurrently; must be thread-safe.
@@ -49,6 +51,7 @@ class QueuedDevice : public BlockDevice {
 
   const uint32_t queue_depth_;
   const uint64_t max_request_bytes_;
+  const uint64_t max_write_bytes_;
   DeviceStats stats_;
   PerThreadRegistry threads_;  // last: thread states die before the rest of the device
 };

@@ -34,7 +34,8 @@ void RequestMerger::Add(IoRequest* req) {
   pending_.push_back(Entry{req, static_cast<uint32_t>(pending_.size())});
 }
 
-size_t RequestMerger::Build(uint64_t max_request_bytes) {
+size_t RequestMerger::Build(uint64_t max_request_bytes, uint64_t max_write_bytes) {
+  if (max_write_bytes == 0) max_write_bytes = max_request_bytes;
   out_.clear();
   iovs_.clear();
   auto less = [](const Entry& a, const Entry& b) { return Before(a.req, a.seq, b.req, b.seq); };
@@ -49,7 +50,8 @@ size_t RequestMerger::Build(uint64_t max_request_bytes) {
     if (!out_.empty() && Mergeable(r->op)) {
       MergedRequest& m = out_.back();
       const bool adjacent = m.op == r->op && m.offset + m.length == r->offset;
-      if (adjacent && m.length + r->length <= max_request_bytes) {
+      const uint64_t max = m.op == IoOp::kWrite ? max_write_bytes : max_request_bytes;
+      if (adjacent && m.length + r->length <= max) {
         iovec& last = iovs_.back();
         const bool contiguous = static_cast<char*>(last.iov_base) + last.iov_len == r->buf;
         if (contiguous || m.iov_count < kMaxSegments) {

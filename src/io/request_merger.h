@@ -50,9 +50,10 @@ class RequestMerger {
   void Add(IoRequest* req);
   size_t added() const { return pending_.size(); }
 
-  // Builds the device requests of the batch added since Clear().
+  // Builds the device requests of the batch added since Clear(): merged reads of at most
+  // max_request_bytes, merged writes of at most max_write_bytes (0: max_request_bytes).
   // Returns the number of original requests absorbed into another request.
-  size_t Build(uint64_t max_request_bytes);
+  size_t Build(uint64_t max_request_bytes, uint64_t max_write_bytes = 0);
 
   std::span<const MergedRequest> requests() const { return out_; }
   const iovec* iovecs(const MergedRequest& m) const { return iovs_.data() + m.iov_begin; }

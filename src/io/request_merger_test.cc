@@ -102,6 +102,28 @@ TEST_F(MergerTest, MaxRequestBytesBoundsMerging) {
   for (const auto& m : out) EXPECT_EQ(m.length, 16384u);
 }
 
+// A device may take larger reads than writes (Folio FS's file devices: a readahead window is
+// one read, writeback completes in smaller steps): each op is merged up to its own bound.
+TEST_F(MergerTest, WritesHaveABoundOfTheirOwn) {
+  merger_.Clear();
+  for (int i = 0; i < 16; ++i) merger_.Add(Req(IoOp::kRead, i * 4096ull, 4096));
+  for (int i = 0; i < 16; ++i) merger_.Add(Req(IoOp::kWrite, i * 4096ull, 4096));
+  EXPECT_EQ(merger_.Build(65536, 16384), 15u + 12u);
+  auto out = merger_.requests();
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(out[0].op, IoOp::kRead);
+  EXPECT_EQ(out[0].length, 65536u);
+  for (size_t i = 1; i < out.size(); ++i) {
+    EXPECT_EQ(out[i].op, IoOp::kWrite);
+    EXPECT_EQ(out[i].length, 16384u);
+  }
+  // 0: writes are bounded as reads are.
+  merger_.Clear();
+  for (int i = 0; i < 16; ++i) merger_.Add(Req(IoOp::kWrite, i * 4096ull, 4096));
+  EXPECT_EQ(merger_.Build(65536, 0), 15u);
+  ASSERT_EQ(merger_.requests().size(), 1u);
+}
+
 TEST_F(MergerTest, OversizedSingleRequestPassesWhole) {
   IoRequest* big = Req(IoOp::kRead, 0, 1 << 21);
   IoRequest* next = Req(IoOp::kRead, 1 << 21, 4096);
