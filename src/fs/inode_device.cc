@@ -357,9 +357,9 @@ Status InodeDevice::ReadRangeOnce(uint64_t pos, uint64_t len, const ReadDst& dst
 Status InodeDevice::Write(uint64_t pos, const char* src, uint64_t len) {
   std::optional<meta::SliceId> id;
   while (len > 0) {
-    // At most a block at a time: a merged write (up to a chunk) puts each block as soon as it
-    // is full, and waits for room before it fills the next, instead of copying all of it first
-    // and then sending all its puts at once.
+    // At most a block at a time: a merged write (up to kMergedWriteMaxBytes) puts each block
+    // as soon as it is full, and waits for room before it fills the next, instead of copying
+    // all of it first and then sending all its puts at once.
     const uint64_t step = std::min(len, block_bytes_);
     PutList puts;
     uint64_t took;
@@ -411,7 +411,7 @@ uint64_t InodeDevice::AppendLocked(uint64_t pos, const char* src, uint64_t len,
     const uint32_t b = static_cast<uint32_t>(obj.bytes / block_bytes_);
     if (b >= obj.blocks.size()) obj.blocks.resize(b + 1);
     LogObject::Block& blk = obj.blocks[b];
-    // A large write (sequential writeback comes in merged requests of up to a chunk) will fill
+    // A large write (sequential writeback comes in merged requests of up to 8 MiB) will fill
     // the block: its buffer is allocated once (or a spare taken) instead of doubling its way
     // up with a copy each.
     if (blk.data.empty() && take >= (64u << 10)) {
