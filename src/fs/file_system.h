@@ -127,10 +127,11 @@ struct FsOptions {
   uint64_t store_sync_batch_bytes = 16ull << 20;
   // The largest readahead window of a file in Folio's page cache (capped at an eighth of the
   // cache; 0: the cache's PageCacheOptions::readahead_max_bytes, 2 MiB). A window of large
-  // folios is read as one ranged get per folio, those of one merged request (at most 8 MiB,
-  // InodeDevice) in flight together: 16 MiB is two batches of four 2 MiB gets. On RADOS
+  // folios is read as one ranged get per folio, those of one merged request (at most a chunk,
+  // InodeDevice) in flight together: 16 MiB is one batch of eight 2 MiB gets. On RADOS
   // (bluestore) that took 1 GiB read in 1 MiB calls from a median of 0.48x `rados bench seq`
-  // (2 MiB, 5 runs) to 0.80x (8 runs); 32 MiB was slower (0.63x). docs/fs.md "Readahead".
+  // (2 MiB, 5 runs) to 0.80x (8 runs) with 8 MiB requests, and to 0.86x (4 runs) with one
+  // batch per window; 32 MiB was slower (0.63x). docs/fs.md "Readahead", "One batch per window".
   uint64_t readahead_bytes = 16ull << 20;
 };
 
