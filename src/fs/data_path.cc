@@ -2,6 +2,7 @@
 // Deletion: deletion.cc. Compaction and pack rewriting: compaction.cc.
 #include "fs/data_path.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -226,6 +227,7 @@ void DataPath::OverlayAll(std::span<meta::Inode> inodes) const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (files_.empty()) return;
+    found.reserve(std::min(inodes.size(), files_.size()));
     for (meta::Inode& inode : inodes) {
       if (inode.type != FileType::kRegular) continue;
       auto it = files_.find(Raw(inode.ino));

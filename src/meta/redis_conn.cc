@@ -52,6 +52,28 @@ bool ParseInt(std::string_view s, int lo, int hi, int* out) {
   return true;
 }
 
+void AppendDecimal(std::string* out, char kind, size_t n) {
+  char buf[24];
+  buf[0] = kind;
+  auto [end, ec] = std::to_chars(buf + 1, buf + sizeof(buf) - 2, n);
+  *end++ = '\r';
+  *end++ = '\n';
+  out->append(buf, static_cast<size_t>(end - buf));
+}
+
+// One command in RESP: *N then $LEN ARG for each argument.
+void AppendResp(std::string* out, const RedisCmd& cmd) {
+  size_t need = 16;
+  for (const std::string& a : cmd) need += a.size() + 16;
+  out->reserve(out->size() + need);
+  AppendDecimal(out, '*', cmd.size());
+  for (const std::string& a : cmd) {
+    AppendDecimal(out, '$', a.size());
+    out->append(a);
+    out->append("\r\n", 2);
+  }
+}
+
 timeval Tv(int64_t ms) {
   timeval tv;
   tv.tv_sec = ms / 1000;
@@ -166,21 +188,13 @@ Result<std::vector<RedisReply>> RedisConn::Run(const std::vector<RedisCmd>& cmds
   if (broken_) return Status::IOError(fmt::format("{}: connection lost", display_));
   const bool unwatch = unwatch_pending_;
   unwatch_pending_ = false;
-  std::vector<const char*> argv;
-  std::vector<size_t> lens;
-  auto append = [&](const RedisCmd& cmd) {
-    argv.clear();
-    lens.clear();
-    for (const std::string& a : cmd) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    return redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(),
-                                  lens.data()) == REDIS_OK;
-  };
-  if (unwatch && !append({"UNWATCH"})) return Fail("sending");
-  for (const RedisCmd& cmd : cmds) {
-    if (!append(cmd)) return Fail("sending");
+  // The pipeline in RESP, formatted here in one buffer (hiredis's own formatting costs a
+  // printf-style call per argument: a third of a 1000-entry readdir's client time).
+  std::string wire;
+  if (unwatch) AppendResp(&wire, {"UNWATCH"});
+  for (const RedisCmd& cmd : cmds) AppendResp(&wire, cmd);
+  if (redisAppendFormattedCommand(ctx_, wire.data(), wire.size()) != REDIS_OK) {
+    return Fail("sending");
   }
   std::vector<RedisReply> out;
   out.reserve(cmds.size());

@@ -192,10 +192,10 @@ bool RedisKv::Hidden(const ZOverlay* z, const std::string& member) const {
 }
 
 std::vector<std::string> RedisKv::MergeMembers(const ZOverlay* z, std::string_view after,
-                                               const std::vector<std::string>& server,
+                                               std::vector<std::string> server,
                                                const std::optional<std::string>& bound,
                                                size_t limit) const {
-  std::vector<std::string> out = server;  // visible server members, sorted
+  std::vector<std::string> out = std::move(server);  // visible server members, sorted
   if (z != nullptr) {
     for (const auto& [m, present] : z->members) {
       if (!present || m <= after) continue;
@@ -230,12 +230,16 @@ Result<std::vector<std::string>> RedisKv::ZRangeWatching(const std::string& key,
     done = r->elements < page;
     for (size_t i = 0; i < r->elements; ++i) {
       std::string m(r->element[i]->str, r->element[i]->len);
-      cursor = m;
       if (!Hidden(z, m)) visible.push_back(std::move(m));
+    }
+    if (r->elements > 0) {
+      const redisReply* last = r->element[r->elements - 1];
+      cursor.assign(last->str, last->len);
     }
   }
   // The last member the server listed bounds the overlay's additions when it has more.
-  return MergeMembers(z, after, visible, done ? std::nullopt : std::optional(cursor), limit);
+  return MergeMembers(z, after, std::move(visible),
+                      done ? std::nullopt : std::optional(cursor), limit);
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> RedisKv::ZRangeWithHash(

@@ -98,7 +98,7 @@ class RedisKv {
   // members; `bound`: the last member the server listed when it has more (additions past it
   // wait for the next page), nullopt when it listed everything.
   std::vector<std::string> MergeMembers(const ZOverlay* z, std::string_view after,
-                                        const std::vector<std::string>& server,
+                                        std::vector<std::string> server,
                                         const std::optional<std::string>& bound,
                                         size_t limit) const;
   Status BadReply(std::string_view what, const redisReply* r) const {
