@@ -102,6 +102,15 @@ if len(combos) != len(metas) * len(stores):
 rb = r["rados_bench"]
 if want_ceph and not (len(rb) == 1 and rb[0]["write_mib_s"] > 0 and rb[0]["seq_mib_s"] > 0):
     bad.append(f"rados bench: {rb}")
+elif want_ceph:
+    # 1 MiB objects and objects of the volume's block size; the ceiling is the higher of each.
+    runs = rb[0]["runs"]
+    want = sorted({1 << 20, r["block_bytes"]})
+    if sorted(x["object_bytes"] for x in runs) != want:
+        bad.append(f"rados bench object sizes {[x['object_bytes'] for x in runs]}, want {want}")
+    for k in ("write_mib_s", "seq_mib_s"):
+        if runs and rb[0][k] != max(x[k] for x in runs):
+            bad.append(f"rados bench {k} {rb[0][k]} is not the highest of {runs}")
 if not want_ceph and rb:
     bad.append(f"rados bench without a rados store: {rb}")
 print("\n".join(bad) if bad else f"{len(combos)} combinations x {len(ops)} ops")

@@ -62,12 +62,13 @@ Result<std::unique_ptr<BlockStore>> OpenRadosStore(const RadosUrl& url,
 // output (stdout and stderr) in *out.
 int RunRadosCommand(const RadosUrl& url, std::string_view args, std::string* out);
 
-// `rados bench` for `seconds` with `depth` operations in flight: mode "write" (1 MiB objects,
-// at most max_objects of them, left in the pool for a later "seq" of the same run name) or
-// "seq" (reads them back). Returns its bandwidth in MiB/s (rados bench's "MB" are MiB).
-// Errors: IOError naming the command, with its last output line, when it printed no
-// bandwidth (no `rados` command, the cluster down, no objects for seq).
+// `rados bench` for `seconds` with `depth` operations in flight: mode "write" (objects of
+// object_bytes, at most max_objects of them, left in the pool for a later "seq" of the same
+// run name) or "seq" (reads them back whole). Returns its bandwidth in MiB/s (rados bench's
+// "MB" are MiB). Errors: IOError naming the command, with its last output line, when it
+// printed no bandwidth (no `rados` command, the cluster down, no objects for seq).
 Result<double> RadosBenchMiBs(const RadosUrl& url, std::string_view mode, int seconds,
-                              uint32_t depth, uint64_t max_objects, std::string_view run);
+                              uint32_t depth, uint64_t max_objects, std::string_view run,
+                              uint64_t object_bytes = 1u << 20);
 
 }  // namespace folio::store

@@ -63,11 +63,13 @@ int RunRadosCommand(const RadosUrl& url, std::string_view args, std::string* out
 }
 
 Result<double> RadosBenchMiBs(const RadosUrl& url, std::string_view mode, int seconds,
-                              uint32_t depth, uint64_t max_objects, std::string_view run) {
+                              uint32_t depth, uint64_t max_objects, std::string_view run,
+                              uint64_t object_bytes) {
   const std::string args = fmt::format(
       "bench {} {} -t {} {} --run-name {}", seconds, mode, depth,
-      mode == "write" ? fmt::format("-b 1048576 --max-objects {} --no-cleanup", max_objects)
-                      : std::string(),
+      mode == "write"
+          ? fmt::format("-b {} --max-objects {} --no-cleanup", object_bytes, max_objects)
+          : std::string(),
       run);
   std::string out;
   RunRadosCommand(url, args, &out);
