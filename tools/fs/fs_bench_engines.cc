@@ -260,6 +260,11 @@ class EngineBench {
   }
   std::string Text() const;
   std::string JsonText() const;
+  // The window a file reads ahead: --readahead, at most an eighth of the cache (as the page
+  // cache clamps it).
+  uint64_t ReadaheadWindow() const {
+    return std::min<uint64_t>(c_.readahead_bytes, c_.cache_bytes / 8);
+  }
 
   const FsEngineBenchConfig& c_;
   const bench::StopSignal& stop_;
@@ -589,10 +594,13 @@ std::string EngineBench::Text() const {
       "benchmark (Redis appendfsync=always, PostgreSQL 15; AWS c5, its own hardware): a "
       "reference, not a same-run ratio. Small files: {} of 1-64 KiB, create + write + close, "
       "then one SyncAll; sequential: {} in 1 MiB writes + fsync, read back after a remount. "
-      "Volumes formatted with {} blocks; a {} page cache, readahead windows of {} (at most an "
-      "eighth of the cache).\n",
+      "Volumes formatted with {} blocks; a {} page cache, readahead windows of {}{}.\n",
       c_.small_files, FormatSize(c_.seq_bytes), FormatSize(c_.block_bytes),
-      FormatSize(c_.cache_bytes), FormatSize(c_.readahead_bytes));
+      FormatSize(c_.cache_bytes), FormatSize(ReadaheadWindow()),
+      ReadaheadWindow() < c_.readahead_bytes
+          ? fmt::format(" (--readahead {}, at most an eighth of the cache)",
+                        FormatSize(c_.readahead_bytes))
+          : std::string());
   for (const RadosCeiling& rc : rados_) {
     if (!rc.error.empty()) {
       t += "rados bench on pool " + rc.pool + ": " + rc.error + "\n";
@@ -641,6 +649,7 @@ std::string EngineBench::JsonText() const {
   j["block_bytes"] = c_.block_bytes;
   j["cache_bytes"] = c_.cache_bytes;
   j["readahead_bytes"] = c_.readahead_bytes;
+  j["readahead_window_bytes"] = ReadaheadWindow();
   Json combos = Json::array();
   for (const ComboResult& r : results_) {
     Json cj;
