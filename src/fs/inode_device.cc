@@ -65,10 +65,28 @@ class InodeDevice::ReadDst {
       done += n;
     }
   }
+  // How many pieces hold bytes [at, at + len).
+  size_t Pieces(uint64_t at, uint64_t len) const {
+    size_t n = 0;
+    ForEach(at, len, [&](char*, uint64_t, uint64_t) { ++n; });
+    return n;
+  }
 
  private:
   std::span<const iovec> iov_;
 };
+
+namespace {
+
+// A get of one object range whose bytes go to several small folios: read into one buffer
+// (a block buffer of the pool), copied out once the batch is done.
+struct BounceGet {
+  uint64_t at = 0;  // bytes of the read before the range
+  uint64_t len = 0;
+  std::vector<char> buf;
+};
+
+}  // namespace
 
 struct InodeDevice::PutCtx {
   InodeDevice* dev = nullptr;
@@ -129,26 +147,10 @@ Status InodeDevice::Execute(const io_internal::MergedRequest& m, const iovec* io
     case IoOp::kRead: {
       // One ReadRange over the whole merged read: its slices are resolved once and every
       // stored segment's get is in flight together (a readahead window of four 2 MiB folios
-      // is four gets at once, not one after another). Pieces are read in place when they are
-      // large; small folios go through one buffer instead, so that a segment is one get and
-      // not one per 4 KiB folio (a cold read of a 30 KiB file took 8 gets). The copy costs far
-      // less than a get.
-      const bool buffered =
-          m.iov_count > 1 && m.length <= kBufferedReadMaxBytes &&
-          std::any_of(pieces.begin(), pieces.end(),
-                      [](const iovec& v) { return v.iov_len < kInPlaceReadMinBytes; });
-      if (!buffered) {
-        return ReadRange(m.offset, m.length, ReadDst(pieces));
-      }
-      thread_local std::vector<char> buf;
-      if (buf.size() < m.length) buf.resize(m.length);
-      FOLIO_RETURN_IF_ERROR(ReadRange(m.offset, m.length, buf.data()));
-      uint64_t at = 0;
-      for (const iovec& v : pieces) {
-        std::memcpy(v.iov_base, buf.data() + at, v.iov_len);
-        at += v.iov_len;
-      }
-      return Status::OK();
+      // is four gets at once, not one after another). Large folios are read in place; the
+      // part of an object that goes to small folios is one get into a buffer, not one per
+      // folio (ReadRangeOnce).
+      return ReadRange(m.offset, m.length, ReadDst(pieces));
     }
     case IoOp::kWrite: {
       uint64_t pos = m.offset;
@@ -291,6 +293,31 @@ Status InodeDevice::ReadRange(uint64_t pos, uint64_t len, const ReadDst& dst) {
 
 Status InodeDevice::ReadRangeOnce(uint64_t pos, uint64_t len, const ReadDst& dst) {
   StoreBatch batch(ctx_->store);
+  // Bytes [at, at + n) of the read are bytes [off, off + n) of the object `key`: one get in
+  // place when they go to one folio or to large ones, else one get into a buffer (a window of
+  // small folios, as at the start of a sequential read, is a get per block, not per folio).
+  std::vector<BounceGet> bounces;
+  BlockBufferPool* const spares = ctx_->block_buffers.get();
+  auto get = [&](const store::ObjectKey& key, uint64_t off, uint64_t n, uint64_t at) {
+    const size_t pieces = dst.Pieces(at, n);
+    if (pieces == 1 || n / pieces >= kInPlaceReadMinBytes) {
+      dst.ForEach(at, n, [&](char* p, uint64_t m, uint64_t done) {
+        batch.Get(key, off + done, m, p);
+      });
+      return;
+    }
+    BounceGet& b = bounces.emplace_back();
+    b.at = at;
+    b.len = n;
+    if (spares != nullptr) b.buf = spares->Take();
+    b.buf.resize(n);
+    batch.Get(key, off, n, b.buf.data());
+  };
+  auto give_back = [&] {
+    for (BounceGet& b : bounces) {
+      if (spares != nullptr) spares->Give(std::move(b.buf));
+    }
+  };
   uint64_t at = 0;  // bytes of the read before `pos`
   while (len > 0) {
     const uint32_t chunk = static_cast<uint32_t>(pos / meta::kChunkBytes);
@@ -316,38 +343,44 @@ Status InodeDevice::ReadRangeOnce(uint64_t pos, uint64_t len, const ReadDst& dst
       const meta::Slice& s = all[seg.src];
       const uint64_t obj_off = s.object_off + (seg.pos - s.pos);
       if (static_cast<size_t>(seg.src) < committed) {
-        dst.ForEach(seg_at, seg.len, [&](char* p, uint64_t n, uint64_t done) {
-          AddObjectReads(&batch, s, obj_off + done, n, block_bytes_, p);
-        });
+        ForEachObjectRange(s, obj_off, seg.len, block_bytes_,
+                           [&](const store::ObjectKey& key, uint64_t off, uint64_t n,
+                               uint64_t done) { get(key, off, n, seg_at + done); });
         continue;
       }
       const LogObject& obj = *recs[seg.src - committed]->obj;
-      dst.ForEach(seg_at, seg.len, [&](char* out, uint64_t left, uint64_t done) {
-        uint64_t o = obj_off + done;
-        while (left > 0) {
-          const uint32_t b = static_cast<uint32_t>(o / block_bytes_);
-          const uint64_t in_block = o % block_bytes_;
-          const uint64_t n = std::min<uint64_t>(left, block_bytes_ - in_block);
-          const LogObject::Block& blk = obj.blocks[b];
-          if (blk.state != LogObject::BlockState::kStored) {
-            FOLIO_CHECK(in_block + n <= blk.data.size());
-            std::memcpy(out, blk.data.data() + in_block, n);
-          } else {
-            const uint64_t size =
-                obj.sealed ? obj.bytes : (static_cast<uint64_t>(b) + 1) * block_bytes_;
-            batch.Get(BlockKey(Raw(obj.id), b, size, block_bytes_), in_block, n, out);
-          }
-          out += n;
-          o += n;
-          left -= n;
+      for (uint64_t done = 0; done < seg.len;) {
+        const uint64_t o = obj_off + done;
+        const uint32_t b = static_cast<uint32_t>(o / block_bytes_);
+        const uint64_t in_block = o % block_bytes_;
+        const uint64_t n = std::min<uint64_t>(seg.len - done, block_bytes_ - in_block);
+        const LogObject::Block& blk = obj.blocks[b];
+        if (blk.state != LogObject::BlockState::kStored) {
+          FOLIO_CHECK(in_block + n <= blk.data.size());
+          dst.ForEach(seg_at + done, n, [&](char* p, uint64_t m, uint64_t d) {
+            std::memcpy(p, blk.data.data() + in_block + d, m);
+          });
+        } else {
+          const uint64_t size =
+              obj.sealed ? obj.bytes : (static_cast<uint64_t>(b) + 1) * block_bytes_;
+          get(BlockKey(Raw(obj.id), b, size, block_bytes_), in_block, n, seg_at + done);
         }
-      });
+        done += n;
+      }
     }
     at += to - from;
     pos += to - from;
     len -= to - from;
   }
   Status s = batch.Run();
+  if (s.ok()) {
+    for (const BounceGet& b : bounces) {
+      dst.ForEach(b.at, b.len, [&](char* p, uint64_t m, uint64_t done) {
+        std::memcpy(p, b.buf.data() + done, m);
+      });
+    }
+  }
+  give_back();
   if (!s.ok()) return s.WithContext(InodeText(ino_) + ": read");
   return Status::OK();
 }

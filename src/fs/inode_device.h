@@ -188,10 +188,10 @@ class InodeDevice final : public io_internal::QueuedDevice {
   io_internal::DeviceGeometry geometry() const override;
 
  private:
-  // A merged read of folios all at least this large is read in place (Execute); one with a
-  // smaller folio, up to kBufferedReadMaxBytes, through a buffer.
-  static constexpr uint64_t kInPlaceReadMinBytes = 256ull << 10;
-  static constexpr uint64_t kBufferedReadMaxBytes = 4ull << 20;
+  // An object range whose bytes go to folios of at least this size on average is read in
+  // place, a get per folio; one that goes to several smaller folios is one get into a block
+  // buffer, copied out (ReadRangeOnce).
+  static constexpr uint64_t kInPlaceReadMinBytes = 1ull << 20;
   // A read that finds an object of a cached committed list gone reloads the lists and reads
   // again, this many times in all (ReadRange).
   static constexpr int kReadReloadsMax = 3;

@@ -79,20 +79,10 @@ uint32_t BlockCount(uint64_t object_bytes, uint64_t block_bytes) {
 
 void AddObjectReads(StoreBatch* batch, const meta::Slice& s, uint64_t off, uint64_t len,
                     uint64_t block_bytes, char* dst) {
-  if (s.kind == meta::SliceKind::kPacked) {
-    batch->Get(store::ObjectKey::Pack(Raw(s.id), s.object_bytes), off, len, dst);
-    return;
-  }
-  while (len > 0) {
-    const uint32_t index = static_cast<uint32_t>(off / block_bytes);
-    const uint64_t in_block = off % block_bytes;
-    const store::ObjectKey key = BlockKey(Raw(s.id), index, s.object_bytes, block_bytes);
-    const uint64_t n = std::min<uint64_t>(len, key.bytes - in_block);
-    batch->Get(key, in_block, n, dst);
-    off += n;
-    dst += n;
-    len -= n;
-  }
+  ForEachObjectRange(s, off, len, block_bytes,
+                     [&](const store::ObjectKey& key, uint64_t o, uint64_t n, uint64_t done) {
+                       batch->Get(key, o, n, dst + done);
+                     });
 }
 
 void AddObjectDeletes(StoreBatch* batch, meta::SliceKind kind, uint64_t id,

@@ -7,6 +7,7 @@
 // threads, which only touch the batch's latch.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -53,6 +54,26 @@ store::ObjectKey BlockKey(uint64_t id, uint32_t index, uint64_t object_bytes,
                           uint64_t block_bytes);
 // Number of blocks of a slice of object_bytes.
 uint32_t BlockCount(uint64_t object_bytes, uint64_t block_bytes);
+
+// Calls fn(key, offset, n, done) for each stored object (block or pack) range that holds
+// bytes [off, off + len) of a kBlocks or kPacked slice's data, in order; `done` counts the
+// bytes before the range.
+template <class Fn>
+void ForEachObjectRange(const meta::Slice& s, uint64_t off, uint64_t len, uint64_t block_bytes,
+                        Fn&& fn) {
+  if (s.kind == meta::SliceKind::kPacked) {
+    fn(store::ObjectKey::Pack(Raw(s.id), s.object_bytes), off, len, uint64_t{0});
+    return;
+  }
+  for (uint64_t done = 0; done < len;) {
+    const uint32_t index = static_cast<uint32_t>((off + done) / block_bytes);
+    const uint64_t in_block = (off + done) % block_bytes;
+    const store::ObjectKey key = BlockKey(Raw(s.id), index, s.object_bytes, block_bytes);
+    const uint64_t n = std::min<uint64_t>(len - done, key.bytes - in_block);
+    fn(key, in_block, n, done);
+    done += n;
+  }
+}
 
 // Adds the gets that read [off, off + len) of the stored object of a kBlocks or kPacked slice
 // into dst.
