@@ -151,6 +151,10 @@ struct DirtyThresholds {
 };
 DirtyThresholds EffectiveDirtyThresholds(const PageCacheOptions& options, uint64_t capacity_bytes);
 
+// The readahead window a cache of capacity_bytes uses for a requested largest window of
+// requested_bytes: at most an eighth of the capacity, at least four pages; whole pages.
+uint64_t EffectiveReadaheadBytes(uint64_t requested_bytes, uint64_t capacity_bytes);
+
 // Per-order cache statistics.
 struct CacheOrderStats {
   uint64_t resident_folios = 0;

@@ -88,6 +88,16 @@ TEST(OrderTest, AlignedOrderIsCappedByAlignmentLimitAndMax) {
   EXPECT_EQ(AlignedOrder(512, 512, 9), 0);   // nothing left: order 0 is the floor
 }
 
+// The window a cache uses: the request, at most an eighth of the capacity, at least four
+// pages, whole pages.
+TEST(ReadaheadTest, EffectiveWindowIsCappedAtAnEighthOfTheCache) {
+  constexpr uint64_t kMiB = 1ull << 20;
+  EXPECT_EQ(EffectiveReadaheadBytes(16 * kMiB, 256 * kMiB), 16 * kMiB);
+  EXPECT_EQ(EffectiveReadaheadBytes(16 * kMiB, 64 * kMiB), 8 * kMiB);
+  EXPECT_EQ(EffectiveReadaheadBytes(4096, 256 * kMiB), 4 * 4096u);
+  EXPECT_EQ(EffectiveReadaheadBytes(100000, 256 * kMiB), 24 * 4096u);
+}
+
 TEST(ReadaheadTest, WindowsGrowAndOrderRampsByTwo) {
   cache::ReadaheadState ra(512);
   EXPECT_EQ(ra.InitSize(1), 4u);

@@ -111,8 +111,7 @@ Result<std::unique_ptr<AddressSpace>> PageCacheImpl::Open(BlockDevice* device,
 }
 
 uint64_t PageCacheImpl::ReadaheadPages(uint64_t bytes) const {
-  const uint64_t ra_bytes = std::min<uint64_t>(bytes, arena_->capacity_bytes() / 8);
-  return std::max<uint64_t>(4, ra_bytes >> kPageShift);
+  return EffectiveReadaheadBytes(bytes, arena_->capacity_bytes()) >> kPageShift;
 }
 
 PageCacheStats PageCacheImpl::Stats() const {
@@ -182,4 +181,10 @@ void PageCacheImpl::CollapseThread() {
 }
 
 }  // namespace cache
+
+uint64_t EffectiveReadaheadBytes(uint64_t requested_bytes, uint64_t capacity_bytes) {
+  const uint64_t ra_bytes = std::min<uint64_t>(requested_bytes, capacity_bytes / 8);
+  return std::max<uint64_t>(4, ra_bytes >> kPageShift) << kPageShift;
+}
+
 }  // namespace folio

@@ -313,11 +313,6 @@ Status InodeDevice::ReadRangeOnce(uint64_t pos, uint64_t len, const ReadDst& dst
     b.buf.resize(n);
     batch.Get(key, off, n, b.buf.data());
   };
-  auto give_back = [&] {
-    for (BounceGet& b : bounces) {
-      if (spares != nullptr) spares->Give(std::move(b.buf));
-    }
-  };
   uint64_t at = 0;  // bytes of the read before `pos`
   while (len > 0) {
     const uint32_t chunk = static_cast<uint32_t>(pos / meta::kChunkBytes);
@@ -380,7 +375,9 @@ Status InodeDevice::ReadRangeOnce(uint64_t pos, uint64_t len, const ReadDst& dst
       });
     }
   }
-  give_back();
+  if (spares != nullptr) {
+    for (BounceGet& b : bounces) spares->Give(std::move(b.buf));
+  }
   if (!s.ok()) return s.WithContext(InodeText(ino_) + ": read");
   return Status::OK();
 }

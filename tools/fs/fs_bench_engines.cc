@@ -260,10 +260,9 @@ class EngineBench {
   }
   std::string Text() const;
   std::string JsonText() const;
-  // The window a file reads ahead: --readahead, at most an eighth of the cache (as the page
-  // cache clamps it).
+  // The window a file reads ahead: --readahead as the page cache clamps it.
   uint64_t ReadaheadWindow() const {
-    return std::min<uint64_t>(c_.readahead_bytes, c_.cache_bytes / 8);
+    return EffectiveReadaheadBytes(c_.readahead_bytes, c_.cache_bytes);
   }
 
   const FsEngineBenchConfig& c_;
