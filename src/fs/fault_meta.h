@@ -40,6 +40,10 @@ class FaultTxn final : public meta::Txn {
   using Deletion = meta::Deletion;
   using FormatRecord = meta::FormatRecord;
 
+  Status Prefetch(std::span<const meta::RecordKey> keys) override {
+    FOLIO_RETURN_IF_ERROR(Step("Prefetch"));
+    return t_.Prefetch(keys);
+  }
   Result<std::optional<Inode>> GetInode(InodeId ino) override {
     FOLIO_RETURN_IF_ERROR(Step("GetInode"));
     return t_.GetInode(ino);

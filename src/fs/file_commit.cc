@@ -33,14 +33,19 @@ Result<InodeDevice::Owner::CommitOutcome> FileData::CommitRecords(std::span<cons
   added.reserve(records.size());
   // Per chunk, in the records' order (newest last): one append each.
   std::map<uint32_t, std::vector<meta::Slice>> by_chunk;
+  // The transaction's reads, known up front: the inode and the refs of the objects the records
+  // name (ApplyRefDelta), one round trip on a server engine.
+  std::vector<meta::RecordKey> ahead{meta::RecordKey::OfInode(ino_)};
   for (const PendingRecord& r : records) {
     added.push_back(r.slice);
     by_chunk[r.chunk].push_back(r.slice);
+    if (r.slice.kind != meta::SliceKind::kZero) ahead.push_back(meta::RecordKey::OfSliceRef(r.slice.id));
   }
   meta::Inode committed;
   bool elsewhere = false;
   bool freed = false;
   Status s = ctx.meta->Transact("write", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+    FOLIO_RETURN_IF_ERROR(t.Prefetch(ahead));
     FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Inode> inode, t.GetInode(ino_));
     // Freed since these writes were taken for writeback (a closed file unlinked: an unlink frees
     // a file with nothing committed at once). Inode numbers are never reused, so no file can

@@ -79,6 +79,11 @@ Result<Attr> FileSystem::Lookup(const Cred& cred, InodeId parent, std::string_vi
   FOLIO_RETURN_IF_ERROR(CheckName(name));
   meta::Inode out;
   Status s = meta_->Transact("lookup", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
+    if (name != "." && name != "..") {
+      const meta::RecordKey ahead[] = {meta::RecordKey::OfInode(parent),
+                                       meta::RecordKey::OfEntry(parent, name)};
+      FOLIO_RETURN_IF_ERROR(t.Prefetch(ahead));
+    }
     FOLIO_ASSIGN_OR_RETURN(meta::Inode dir, GetLiveDir(t, parent));
     FOLIO_RETURN_IF_ERROR(CheckAccess(dir, cred, kMayExec));
     if (name == ".") {
@@ -117,8 +122,14 @@ Result<Attr> FileSystem::CreateNode(const Cred& cred, InodeId parent, std::strin
                                                       : "mknod";
   meta::Inode out;
   if (existed != nullptr) *existed = false;
+  // Regular files and directories inherit their parent's folio policy (below).
+  const bool inherits = proto.type == FileType::kRegular || proto.type == FileType::kDirectory;
   Status s = meta_->Transact(op, meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
     if (existed != nullptr) *existed = false;
+    const meta::RecordKey ahead[] = {meta::RecordKey::OfInode(parent),
+                                     meta::RecordKey::OfEntry(parent, name),
+                                     meta::RecordKey::OfXattr(parent, kPolicyXattr)};
+    FOLIO_RETURN_IF_ERROR(t.Prefetch(std::span(ahead, inherits ? 3 : 2)));
     FOLIO_ASSIGN_OR_RETURN(meta::Inode dir, GetLiveDir(t, parent));
     FOLIO_RETURN_IF_ERROR(CheckAccess(dir, cred, kMayExec));
     FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Entry> e, t.GetEntry(parent, name));
@@ -136,7 +147,7 @@ Result<Attr> FileSystem::CreateNode(const Cred& cred, InodeId parent, std::strin
     // writes: an engine that sends writes with the next read (PostgreSQL) then sends them all
     // with the commit.
     std::optional<std::string> inherited;
-    if (proto.type == FileType::kRegular || proto.type == FileType::kDirectory) {
+    if (inherits) {
       FOLIO_ASSIGN_OR_RETURN(inherited, t.GetXattr(parent, kPolicyXattr));
     }
     meta::Inode inode = proto;
@@ -203,6 +214,10 @@ Result<Attr> FileSystem::Link(const Cred& cred, InodeId ino, InodeId new_parent,
   const int64_t now = WallNs();
   meta::Inode out;
   Status s = meta_->Transact("link", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+    const meta::RecordKey ahead[] = {meta::RecordKey::OfInode(ino),
+                                     meta::RecordKey::OfInode(new_parent),
+                                     meta::RecordKey::OfEntry(new_parent, new_name)};
+    FOLIO_RETURN_IF_ERROR(t.Prefetch(ahead));
     FOLIO_ASSIGN_OR_RETURN(meta::Inode inode, GetInodeOrEnoent(t, ino));
     if (inode.type == FileType::kDirectory) return Errno(EPERM, "hard link to a directory");
     if (inode.nlink == 0) return Errno(ENOENT, InodeText(ino) + " (unlinked)");

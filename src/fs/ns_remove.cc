@@ -74,6 +74,9 @@ Status FileSystem::Unlink(const Cred& cred, InodeId parent, std::string_view nam
   Status s = SustainMarks::Transact(meta_, data_.get(), "unlink",
                                     [&](meta::Txn& t, SustainMarks& marks) -> Status {
     gone = InodeId{0};
+    const meta::RecordKey ahead[] = {meta::RecordKey::OfInode(parent),
+                                     meta::RecordKey::OfEntry(parent, name)};
+    FOLIO_RETURN_IF_ERROR(t.Prefetch(ahead));
     FOLIO_ASSIGN_OR_RETURN(meta::Inode dir, GetLiveDir(t, parent));
     FOLIO_RETURN_IF_ERROR(CheckAccess(dir, cred, kMayExec));
     FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Entry> e, t.GetEntry(parent, name));
@@ -101,6 +104,9 @@ Status FileSystem::Rmdir(const Cred& cred, InodeId parent, std::string_view name
   if (name == "..") return Errno(ENOTEMPTY, "rmdir ..");
   const int64_t now = WallNs();
   return meta_->Transact("rmdir", meta::TxnMode::kWrite, [&](meta::Txn& t) -> Status {
+    const meta::RecordKey ahead[] = {meta::RecordKey::OfInode(parent),
+                                     meta::RecordKey::OfEntry(parent, name)};
+    FOLIO_RETURN_IF_ERROR(t.Prefetch(ahead));
     FOLIO_ASSIGN_OR_RETURN(meta::Inode dir, GetLiveDir(t, parent));
     FOLIO_RETURN_IF_ERROR(CheckAccess(dir, cred, kMayExec));
     FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Entry> e, t.GetEntry(parent, name));

@@ -59,6 +59,11 @@ Status FileSystem::Rename(const Cred& cred, InodeId parent, std::string_view nam
                                     [&](meta::Txn& t, SustainMarks& marks) -> Status {
     replaced = InodeId{0};
     freed = false;
+    const meta::RecordKey ahead[] = {meta::RecordKey::OfInode(parent),
+                                     meta::RecordKey::OfEntry(parent, name),
+                                     meta::RecordKey::OfEntry(new_parent, new_name),
+                                     meta::RecordKey::OfInode(new_parent)};
+    FOLIO_RETURN_IF_ERROR(t.Prefetch(std::span(ahead, parent == new_parent ? 3 : 4)));
     FOLIO_ASSIGN_OR_RETURN(meta::Inode d1, GetLiveDir(t, parent));
     meta::Inode d2_store;
     const bool same_dir = parent == new_parent;

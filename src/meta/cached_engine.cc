@@ -43,6 +43,8 @@ class CachedEngine::CacheTxn final : public ForwardingTxn {
   CacheTxn(CachedEngine* e, uint64_t epoch) : e_(e), epoch_(epoch) {}
   bool missed() const { return missed_; }
 
+  // Nothing to read ahead: a record fn asks for is cached or a miss either way.
+  Status Prefetch(std::span<const RecordKey>) override { return Status::OK(); }
   Result<std::optional<Inode>> GetInode(InodeId ino) override {
     std::lock_guard<std::mutex> lock(e_->mu_);
     if (Usable()) {

@@ -15,6 +15,7 @@ namespace folio::meta {
 
 class ForwardingTxn : public Txn {
  public:
+  Status Prefetch(std::span<const RecordKey> keys) override { return In().Prefetch(keys); }
   Result<std::optional<Inode>> GetInode(InodeId ino) override { return In().GetInode(ino); }
   Result<std::vector<std::optional<Inode>>> GetInodes(std::span<const InodeId> inos) override {
     return In().GetInodes(inos);

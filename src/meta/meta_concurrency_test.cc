@@ -36,9 +36,14 @@ TEST_P(MetaEngineTest, ReadModifyWriteIncrementsLoseNoUpdate) {
   const uint64_t start = TestInode(2).size_bytes;
   constexpr int kEach = 40;
   std::atomic<int> failures{0};
-  RunThreads(kThreads, [&](int) {
+  RunThreads(kThreads, [&](int thread) {
     for (int i = 0; i < kEach; ++i) {
       Status s = engine_->Transact("increment", TxnMode::kWrite, [&](Txn& t) -> Status {
+        if (thread % 2 == 1) {  // half read ahead: a prefetched read is validated as any other
+          const RecordKey ahead[] = {RecordKey::OfInode(InodeId{2}),
+                                     RecordKey::OfEntry(kRootInode, "x")};
+          FOLIO_RETURN_IF_ERROR(t.Prefetch(ahead));
+        }
         FOLIO_ASSIGN_OR_RETURN(auto n, t.GetInode(InodeId{2}));
         if (!n) return Status::NotFound("inode 2");
         n->size_bytes += 1;
@@ -66,6 +71,11 @@ TEST_P(MetaEngineTest, RacingCreatesOfOneNameHaveExactlyOneWinner) {
       const std::string name = "f" + std::to_string(i);
       const InodeId ino{static_cast<uint64_t>(100 + thread * kNames + i)};
       Status s = engine_->Transact("create", TxnMode::kWrite, [&](Txn& t) -> Status {
+        if (thread % 2 == 1) {
+          const RecordKey ahead[] = {RecordKey::OfInode(kRootInode),
+                                     RecordKey::OfEntry(kRootInode, name)};
+          FOLIO_RETURN_IF_ERROR(t.Prefetch(ahead));
+        }
         FOLIO_ASSIGN_OR_RETURN(auto e, t.GetEntry(kRootInode, name));
         if (e) return Status::Exists(name + ": File exists");
         FOLIO_RETURN_IF_ERROR(t.PutInode(TestInode(Raw(ino))));

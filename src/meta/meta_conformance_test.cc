@@ -631,6 +631,98 @@ TEST_P(MetaEngineTest, ReadYourWritesInsideATransaction) {
   }));
 }
 
+TEST_P(MetaEngineTest, PrefetchedRecordsReadTheSameUnderTheTransactionsOwnWrites) {
+  SliceRef ref{SliceId{7}, SliceKind::kBlocks, 4096, 3};
+  ASSERT_OK(Write([&](Txn& t) -> Status {
+    FOLIO_RETURN_IF_ERROR(t.PutInode(TestInode(2)));
+    FOLIO_RETURN_IF_ERROR(t.PutInode(TestInode(3)));
+    FOLIO_RETURN_IF_ERROR(t.PutEntry(Entry{kRootInode, "a", InodeId{2}, FileType::kRegular}));
+    FOLIO_RETURN_IF_ERROR(t.PutEntry(Entry{kRootInode, "b", InodeId{3}, FileType::kRegular}));
+    FOLIO_RETURN_IF_ERROR(t.PutXattr(InodeId{2}, "user.p", "v1"));
+    return t.PutSliceRef(ref);
+  }));
+  const RecordKey ahead[] = {
+      RecordKey::OfInode(InodeId{2}),         RecordKey::OfInode(InodeId{3}),
+      RecordKey::OfInode(InodeId{9}),         RecordKey::OfEntry(kRootInode, "a"),
+      RecordKey::OfEntry(kRootInode, "b"),    RecordKey::OfEntry(kRootInode, "c"),
+      RecordKey::OfEntry(kRootInode, "gone"), RecordKey::OfXattr(InodeId{2}, "user.p"),
+      RecordKey::OfXattr(InodeId{2}, "user.q"), RecordKey::OfSliceRef(SliceId{7}),
+      RecordKey::OfSliceRef(SliceId{8}),      RecordKey::OfInode(InodeId{2}),  // twice
+  };
+  // Written before the prefetch (the write wins), then after it (the write wins again), and
+  // records read as they are stored; absent ones absent.
+  ASSERT_OK(Write([&](Txn& t) -> Status {
+    FOLIO_RETURN_IF_ERROR(t.PutEntry(Entry{kRootInode, "c", InodeId{3}, FileType::kRegular}));
+    FOLIO_RETURN_IF_ERROR(t.DeleteInode(InodeId{3}));
+    FOLIO_RETURN_IF_ERROR(t.Prefetch(ahead));
+    FOLIO_ASSIGN_OR_RETURN(auto n2, t.GetInode(InodeId{2}));
+    EXPECT_TRUE(n2.has_value() && *n2 == TestInode(2));
+    FOLIO_ASSIGN_OR_RETURN(auto n3, t.GetInode(InodeId{3}));
+    EXPECT_FALSE(n3.has_value());
+    FOLIO_ASSIGN_OR_RETURN(auto n9, t.GetInode(InodeId{9}));
+    EXPECT_FALSE(n9.has_value());
+    FOLIO_ASSIGN_OR_RETURN(auto c, t.GetEntry(kRootInode, "c"));
+    EXPECT_TRUE(c.has_value() && c->ino == InodeId{3});
+    FOLIO_ASSIGN_OR_RETURN(auto gone, t.GetEntry(kRootInode, "gone"));
+    EXPECT_FALSE(gone.has_value());
+    FOLIO_ASSIGN_OR_RETURN(auto p, t.GetXattr(InodeId{2}, "user.p"));
+    EXPECT_EQ(p, std::optional<std::string>("v1"));
+    FOLIO_ASSIGN_OR_RETURN(auto q, t.GetXattr(InodeId{2}, "user.q"));
+    EXPECT_FALSE(q.has_value());
+    FOLIO_ASSIGN_OR_RETURN(auto r7, t.GetSliceRef(SliceId{7}));
+    EXPECT_TRUE(r7.has_value() && *r7 == ref);
+    FOLIO_ASSIGN_OR_RETURN(auto r8, t.GetSliceRef(SliceId{8}));
+    EXPECT_FALSE(r8.has_value());
+    // After the prefetch: every kind of write is seen by the next read.
+    FOLIO_RETURN_IF_ERROR(t.DeleteEntry(kRootInode, "a"));
+    FOLIO_ASSIGN_OR_RETURN(auto a, t.GetEntry(kRootInode, "a"));
+    EXPECT_FALSE(a.has_value());
+    FOLIO_RETURN_IF_ERROR(t.PutEntry(Entry{kRootInode, "gone", InodeId{2}, FileType::kRegular}));
+    FOLIO_ASSIGN_OR_RETURN(gone, t.GetEntry(kRootInode, "gone"));
+    EXPECT_TRUE(gone.has_value() && gone->ino == InodeId{2});
+    Inode bigger = TestInode(2);
+    bigger.size_bytes += 1;
+    FOLIO_RETURN_IF_ERROR(t.PutInode(bigger));
+    FOLIO_ASSIGN_OR_RETURN(n2, t.GetInode(InodeId{2}));
+    EXPECT_TRUE(n2.has_value() && *n2 == bigger);
+    FOLIO_RETURN_IF_ERROR(t.PutXattr(InodeId{2}, "user.q", "v2"));
+    FOLIO_RETURN_IF_ERROR(t.DeleteXattr(InodeId{2}, "user.p"));
+    FOLIO_ASSIGN_OR_RETURN(q, t.GetXattr(InodeId{2}, "user.q"));
+    EXPECT_EQ(q, std::optional<std::string>("v2"));
+    FOLIO_ASSIGN_OR_RETURN(p, t.GetXattr(InodeId{2}, "user.p"));
+    EXPECT_FALSE(p.has_value());
+    FOLIO_RETURN_IF_ERROR(t.DeleteSliceRef(SliceId{7}));
+    FOLIO_ASSIGN_OR_RETURN(r7, t.GetSliceRef(SliceId{7}));
+    EXPECT_FALSE(r7.has_value());
+    // A second prefetch of records written since reads the writes, not the server.
+    FOLIO_RETURN_IF_ERROR(t.Prefetch(ahead));
+    FOLIO_ASSIGN_OR_RETURN(n2, t.GetInode(InodeId{2}));
+    EXPECT_TRUE(n2.has_value() && *n2 == bigger);
+    FOLIO_ASSIGN_OR_RETURN(a, t.GetEntry(kRootInode, "a"));
+    EXPECT_FALSE(a.has_value());
+    return Status::OK();
+  }));
+  // What committed, read in a read transaction that prefetches too.
+  ASSERT_OK(Read([&](Txn& t) -> Status {
+    FOLIO_RETURN_IF_ERROR(t.Prefetch(ahead));
+    FOLIO_ASSIGN_OR_RETURN(auto n2, t.GetInode(InodeId{2}));
+    EXPECT_TRUE(n2.has_value() && n2->size_bytes == TestInode(2).size_bytes + 1);
+    FOLIO_ASSIGN_OR_RETURN(auto n3, t.GetInode(InodeId{3}));
+    EXPECT_FALSE(n3.has_value());
+    FOLIO_ASSIGN_OR_RETURN(auto a, t.GetEntry(kRootInode, "a"));
+    EXPECT_FALSE(a.has_value());
+    FOLIO_ASSIGN_OR_RETURN(auto gone, t.GetEntry(kRootInode, "gone"));
+    EXPECT_TRUE(gone.has_value() && gone->ino == InodeId{2});
+    FOLIO_ASSIGN_OR_RETURN(auto q, t.GetXattr(InodeId{2}, "user.q"));
+    EXPECT_EQ(q, std::optional<std::string>("v2"));
+    FOLIO_ASSIGN_OR_RETURN(auto p, t.GetXattr(InodeId{2}, "user.p"));
+    EXPECT_FALSE(p.has_value());
+    FOLIO_ASSIGN_OR_RETURN(auto r7, t.GetSliceRef(SliceId{7}));
+    EXPECT_FALSE(r7.has_value());
+    return Status::OK();
+  }));
+}
+
 TEST_P(MetaEngineTest, FnErrorRollsBackEverythingAndIsReturnedUnchanged) {
   ASSERT_OK(Write([&](Txn& t) { return t.PutInode(TestInode(2)); }));
   Status s = Write([&](Txn& t) -> Status {

@@ -61,9 +61,39 @@
 
 namespace folio::meta {
 
+// A record a transaction is about to read, named for Txn::Prefetch.
+struct RecordKey {
+  enum class Kind : uint8_t { kInode, kEntry, kXattr, kSliceRef };
+  Kind kind = Kind::kInode;
+  uint64_t id = 0;        // the inode (kInode), the parent (kEntry), the inode (kXattr), the slice
+  std::string_view name;  // kEntry, kXattr: the name (its bytes outlive the Prefetch call)
+
+  static RecordKey OfInode(InodeId ino) { return {Kind::kInode, Raw(ino), {}}; }
+  static RecordKey OfEntry(InodeId parent, std::string_view name) {
+    return {Kind::kEntry, Raw(parent), name};
+  }
+  static RecordKey OfXattr(InodeId ino, std::string_view name) {
+    return {Kind::kXattr, Raw(ino), name};
+  }
+  static RecordKey OfSliceRef(SliceId id) { return {Kind::kSliceRef, Raw(id), {}}; }
+};
+
 class Txn {
  public:
   virtual ~Txn() = default;
+
+  // Reads the records named, together, so that the GetInode / GetEntry / GetXattr /
+  // GetSliceRef calls for them that follow in this transaction ask the engine nothing: an
+  // operation that knows its first reads up front makes them one round trip instead of one each
+  // (Redis: one pipeline that WATCHes the keys and reads them). A hint: what the Get* calls
+  // return, and the transaction's isolation (point 2), are the same with or without it; records
+  // this transaction wrote before are answered from its writes, as any read. Engines whose
+  // reads are local (SQLite) or already cheap enough ignore it (the default). Errors: IOError
+  // as a read's (nothing was applied); a record that does not decode is reported by its Get*.
+  virtual Status Prefetch(std::span<const RecordKey> keys) {
+    (void)keys;
+    return Status::OK();
+  }
 
   // Inodes.
   virtual Result<std::optional<Inode>> GetInode(InodeId ino) = 0;

@@ -48,7 +48,7 @@ class Ops {
 
   // One random operation; a read is checked against the model.
   Status Step() {
-    switch (Pick(16)) {
+    switch (Pick(17)) {
       case 0: return PutInode();
       case 1: {
         const uint64_t ino = 2 + Pick(12);
@@ -73,8 +73,75 @@ class Ops {
       case 12: return CounterOp();
       case 13: return LockOp();
       case 14: return SustainedOp();
+      case 15: return PrefetchAndCheck();
       default: return DeletionOp();
     }
+  }
+
+  // Prefetches random point records (some twice, some written earlier in this transaction,
+  // some absent), checks a random subset of them now; later steps of the transaction read and
+  // write them further.
+  Status PrefetchAndCheck() {
+    std::vector<std::string> names;  // the RecordKeys' names point here
+    names.reserve(16);
+    std::vector<RecordKey> keys;
+    const size_t n = 1 + Pick(8);
+    for (size_t i = 0; i < n; ++i) {
+      switch (Pick(4)) {
+        case 0: keys.push_back(RecordKey::OfInode(InodeId{2 + Pick(12)})); break;
+        case 1:
+          names.push_back(kNames[Pick(8)]);
+          keys.push_back(RecordKey::OfEntry(InodeId{1 + Pick(3)}, names.back()));
+          break;
+        case 2:
+          names.push_back(kXattrs[Pick(4)]);
+          keys.push_back(RecordKey::OfXattr(InodeId{2 + Pick(4)}, names.back()));
+          break;
+        default: keys.push_back(RecordKey::OfSliceRef(SliceId{1 + Pick(30)})); break;
+      }
+    }
+    FOLIO_RETURN_IF_ERROR(t_.Prefetch(keys));
+    for (const RecordKey& k : keys) {
+      if (Pick(2) == 0) continue;
+      switch (k.kind) {
+        case RecordKey::Kind::kInode: {
+          FOLIO_ASSIGN_OR_RETURN(auto got, t_.GetInode(InodeId{k.id}));
+          auto it = m_.inodes.find(k.id);
+          EXPECT_EQ(got.has_value(), it != m_.inodes.end()) << "prefetched GetInode " << k.id;
+          if (got && it != m_.inodes.end()) {
+            EXPECT_EQ(*got, it->second) << "GetInode " << k.id;
+          }
+          break;
+        }
+        case RecordKey::Kind::kEntry: {
+          FOLIO_ASSIGN_OR_RETURN(auto got, t_.GetEntry(InodeId{k.id}, k.name));
+          auto it = m_.entries.find({k.id, std::string(k.name)});
+          EXPECT_EQ(got.has_value(), it != m_.entries.end())
+              << "prefetched GetEntry " << k.id << " " << k.name;
+          if (got && it != m_.entries.end()) {
+            EXPECT_EQ(*got, it->second);
+          }
+          break;
+        }
+        case RecordKey::Kind::kXattr: {
+          FOLIO_ASSIGN_OR_RETURN(auto got, t_.GetXattr(InodeId{k.id}, k.name));
+          auto it = m_.xattrs.find({k.id, std::string(k.name)});
+          EXPECT_EQ(got, it == m_.xattrs.end() ? std::nullopt : std::optional(it->second))
+              << "prefetched GetXattr " << k.id << " " << k.name;
+          break;
+        }
+        case RecordKey::Kind::kSliceRef: {
+          FOLIO_ASSIGN_OR_RETURN(auto got, t_.GetSliceRef(SliceId{k.id}));
+          auto it = m_.refs.find(k.id);
+          EXPECT_EQ(got.has_value(), it != m_.refs.end()) << "prefetched GetSliceRef " << k.id;
+          if (got && it != m_.refs.end()) {
+            EXPECT_EQ(*got, it->second);
+          }
+          break;
+        }
+      }
+    }
+    return Status::OK();
   }
 
   Status PutInode() {

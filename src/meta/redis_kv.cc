@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <tuple>
 
 namespace folio::meta {
 
@@ -52,6 +53,51 @@ Result<RedisReply> RedisKv::WatchedRead(const std::vector<std::string>& keys, Re
   return std::move(replies.back());
 }
 
+Status RedisKv::Prefetch(const std::vector<Read>& reads) {
+  std::vector<RedisCmd> cmds(1, RedisCmd{"WATCH"});
+  std::vector<const Read*> asked;
+  std::set<std::tuple<std::string_view, bool, std::string_view>> seen;
+  for (const Read& r : reads) {
+    if (r.field) {
+      if (fetched_fields_.count({r.key, *r.field}) != 0) continue;
+      if (auto h = hashes_.find(r.key); h != hashes_.end() && h->second.count(*r.field) != 0) {
+        continue;  // written by this transaction: HGet answers from the write
+      }
+    } else {
+      if (fetched_.count(r.key) != 0) continue;
+      if (auto it = strings_.find(r.key);
+          it != strings_.end() && (it->second.kind == StrOp::kSet || it->second.kind == StrOp::kDel)) {
+        continue;
+      }
+    }
+    if (!seen.emplace(r.key, r.field.has_value(), r.field ? std::string_view(*r.field) : "").second) {
+      continue;
+    }
+    if (watched_.insert(r.key).second) cmds[0].push_back(r.key);
+    cmds.push_back(r.field ? RedisCmd{"HGET", r.key, *r.field} : RedisCmd{"GET", r.key});
+    asked.push_back(&r);
+  }
+  if (asked.empty()) return Status::OK();
+  const size_t first = cmds[0].size() > 1 ? 1 : 0;
+  if (first == 0) cmds.erase(cmds.begin());
+  FOLIO_ASSIGN_OR_RETURN(std::vector<RedisReply> replies, conn_.Run(cmds));
+  server_reads_ += static_cast<int>(asked.size());
+  if (first == 1 && IsError(replies[0].get())) return BadReply("WATCH", replies[0].get());
+  for (size_t i = 0; i < asked.size(); ++i) {
+    const redisReply* r = replies[first + i].get();
+    const Read& q = *asked[i];
+    if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) {
+      return BadReply(std::string(q.field ? "HGET " : "GET ") + q.key, r);
+    }
+    if (q.field) {
+      fetched_fields_[{q.key, *q.field}] = BulkOrNil(r);
+    } else {
+      fetched_[q.key] = BulkOrNil(r);
+    }
+  }
+  return Status::OK();
+}
+
 // ---- strings --------------------------------------------------------------------------------
 
 Result<std::optional<std::string>> RedisKv::Overlay(const std::string& key,
@@ -80,6 +126,7 @@ Result<std::optional<std::string>> RedisKv::Get(const std::string& key) {
   if (it != strings_.end() && (it->second.kind == StrOp::kSet || it->second.kind == StrOp::kDel)) {
     return Overlay(key, std::nullopt);
   }
+  if (auto f = fetched_.find(key); f != fetched_.end()) return Overlay(key, f->second);
   FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead({key}, {"GET", key}));
   if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) return BadReply("GET " + key, r.get());
   return Overlay(key, BulkOrNil(r.get()));
@@ -95,6 +142,10 @@ Result<std::vector<std::optional<std::string>>> RedisKv::MGet(
     if (it != strings_.end() &&
         (it->second.kind == StrOp::kSet || it->second.kind == StrOp::kDel)) {
       FOLIO_ASSIGN_OR_RETURN(out[i], Overlay(keys[i], std::nullopt));
+      continue;
+    }
+    if (auto f = fetched_.find(keys[i]); f != fetched_.end()) {
+      FOLIO_ASSIGN_OR_RETURN(out[i], Overlay(keys[i], f->second));
       continue;
     }
     mget.push_back(keys[i]);
@@ -147,6 +198,7 @@ Result<std::optional<std::string>> RedisKv::HGet(const std::string& key,
   if (auto h = hashes_.find(key); h != hashes_.end()) {
     if (auto f = h->second.find(field); f != h->second.end()) return f->second;
   }
+  if (auto f = fetched_fields_.find({key, field}); f != fetched_fields_.end()) return f->second;
   FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead({key}, {"HGET", key, field}));
   if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) return BadReply("HGET " + key, r.get());
   return BulkOrNil(r.get());

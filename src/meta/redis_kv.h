@@ -34,6 +34,17 @@ class RedisKv {
  public:
   RedisKv(RedisConn& conn, std::string_view url) : conn_(conn), url_(url) {}
 
+  // Reads ahead, in one round trip (a pipeline of WATCH, then a GET or HGET each), values the
+  // transaction is about to read; Get / MGet / HGet answer them from what was read (under the
+  // transaction's own writes, as any read) instead of asking the server. Each read counts as
+  // one server read: several are not read at one moment, so a kRead transaction with more than
+  // one is validated as any other (server_reads()).
+  struct Read {
+    std::string key;
+    std::optional<std::string> field;  // set: HGET key field; unset: GET key
+  };
+  Status Prefetch(const std::vector<Read>& reads);
+
   // ---- strings ----
   Result<std::optional<std::string>> Get(const std::string& key);
   // Several keys in one round trip (the values, nullopt where absent). watch = false: the keys
@@ -109,6 +120,9 @@ class RedisKv {
   std::string url_;
   std::set<std::string> watched_;
   int server_reads_ = 0;
+  // What Prefetch read: the server's values (nullopt: absent), under the overlays below.
+  std::map<std::string, std::optional<std::string>> fetched_;
+  std::map<std::pair<std::string, std::string>, std::optional<std::string>> fetched_fields_;
   std::map<std::string, StrOp> strings_;
   std::map<std::string, std::map<std::string, std::optional<std::string>>> hashes_;
   std::map<std::string, ZOverlay> zsets_;

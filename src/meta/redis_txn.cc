@@ -114,6 +114,26 @@ Result<std::vector<InodeId>> RedisTxn::IdIndex(const std::string& key) {
   return out;
 }
 
+Status RedisTxn::Prefetch(std::span<const RecordKey> keys) {
+  std::vector<RedisKv::Read> reads;
+  reads.reserve(keys.size());
+  for (const RecordKey& k : keys) {
+    switch (k.kind) {
+      case RecordKey::Kind::kInode: reads.push_back({k_.Inode(InodeId{k.id}), std::nullopt}); break;
+      case RecordKey::Kind::kEntry:
+        reads.push_back({k_.Dir(InodeId{k.id}), std::string(k.name)});
+        break;
+      case RecordKey::Kind::kXattr:
+        reads.push_back({k_.Xattrs(InodeId{k.id}), std::string(k.name)});
+        break;
+      case RecordKey::Kind::kSliceRef:
+        reads.push_back({k_.SliceRef(SliceId{k.id}), std::nullopt});
+        break;
+    }
+  }
+  return kv_.Prefetch(reads);
+}
+
 // ---- inodes ---------------------------------------------------------------------------------
 
 Result<std::optional<Inode>> RedisTxn::GetInode(InodeId ino) {

@@ -67,6 +67,7 @@ class RedisTxn final : public Txn {
            RedisConn& conn)
       : kv_(kv), k_(keys), mode_(mode), url_(url), conn_(conn) {}
 
+  Status Prefetch(std::span<const RecordKey> keys) override;
   Result<std::optional<Inode>> GetInode(InodeId ino) override;
   Result<std::vector<std::optional<Inode>>> GetInodes(std::span<const InodeId> inos) override;
   Status PutInode(const Inode& inode) override;
