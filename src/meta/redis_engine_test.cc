@@ -31,13 +31,54 @@ TEST(RedisUrlTest, ParsesEveryPart) {
   EXPECT_EQ(d->port, 6379);
   EXPECT_EQ(d->db, 0);
   EXPECT_EQ(d->prefix, "folio");
+  EXPECT_EQ(d->poll_us, 200);
+  auto p = ParseRedisUrl("redis://h?prefix=v&poll_us=0");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->prefix, "v");
+  EXPECT_EQ(p->poll_us, 0);
+  EXPECT_EQ(p->Display(), "redis://h:6379/0?prefix=v");  // the client's setting, not the volume's
   for (const char* bad : {"redis://", "redis://h:0", "redis://h:99999", "redis://h/x",
                           "redis://h?prefix=a/b", "redis://h?color=red", "http://h",
-                          "redis://u:%zz@h"}) {
+                          "redis://u:%zz@h", "redis://h?poll_us=-1", "redis://h?poll_us=x",
+                          "redis://h?poll_us=100001"}) {
     auto b = ParseRedisUrl(bad);
     EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(b.status().message().find("redis://[[USER]:PASSWORD@]HOST"), std::string_view::npos)
         << b.status().ToString();
+  }
+}
+
+// Replies read by polling the socket, by blocking after the poll gave up, and without polling:
+// the same replies, a reply of many reads (1 MiB) and one that comes long after the poll
+// (BLPOP's 50 ms timeout) included.
+TEST(RedisConnTest, RepliesArriveWhetherPolledOrWaitedFor) {
+  test::ServiceInfo env = test::ServiceEnv("redis");
+  if (!env.skip.empty()) GTEST_SKIP() << env.skip;
+  ASSERT_TRUE(env.error.empty()) << env.error;
+  const std::string big(1 << 20, 'b');
+  for (int poll_us : {0, 1, 200}) {
+    SCOPED_TRACE("poll_us " + std::to_string(poll_us));
+    RedisUrl u;
+    auto conn = RedisTestConn(
+        env.Var("REDIS_URL") + "?prefix=conn-poll&poll_us=" + std::to_string(poll_us), &u);
+    ASSERT_TRUE(conn.ok()) << conn.status().ToString();
+    EXPECT_EQ(u.poll_us, poll_us);
+    const std::string key = "conn-poll:" + std::to_string(poll_us);
+    auto r = (*conn)->Run({{"SET", key, big}, {"GET", key}, {"BLPOP", key + ":list", "0.05"},
+                           {"DEL", key}, {"GET", key}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->size(), 5u);
+    EXPECT_EQ(ReplyText((*r)[0].get()), "OK");
+    EXPECT_EQ(ReplyText((*r)[1].get()), big);
+    EXPECT_TRUE((*r)[2]->type == REDIS_REPLY_NIL || (*r)[2]->type == REDIS_REPLY_ARRAY);
+    EXPECT_EQ((*r)[2]->elements, 0u);
+    EXPECT_EQ((*r)[3]->integer, 1);
+    EXPECT_EQ((*r)[4]->type, REDIS_REPLY_NIL);
+    for (int i = 0; i < 100; ++i) {
+      auto one = (*conn)->Run1({"ECHO", std::to_string(i)});
+      ASSERT_TRUE(one.ok()) << one.status().ToString();
+      EXPECT_EQ(ReplyText(one->get()), std::to_string(i));
+    }
   }
 }
 
