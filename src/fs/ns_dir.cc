@@ -97,13 +97,16 @@ Result<std::vector<DirEntryOut>> FileSystem::ReadDir(uint64_t dh, uint64_t offse
   const size_t want = max_entries > dots ? max_entries - dots : 0;
   Status s = meta_->Transact("readdir", meta::TxnMode::kRead, [&](meta::Txn& t) -> Status {
     inodes.clear();
+    // The directory's inode is read with the listing's first page (one round trip on Redis).
+    const meta::RecordKey ahead[] = {meta::RecordKey::OfInode(h->ino)};
+    FOLIO_RETURN_IF_ERROR(t.Prefetch(ahead));
+    FOLIO_ASSIGN_OR_RETURN(page, t.ListEntries(h->ino, after, want));
     FOLIO_ASSIGN_OR_RETURN(std::optional<meta::Inode> d, t.GetInode(h->ino));
     if (!d) {
       page.clear();  // removed while open: lists as empty
       return Status::OK();
     }
     dir = *d;
-    FOLIO_ASSIGN_OR_RETURN(page, t.ListEntries(h->ino, after, want));
     if (plus && !page.empty()) {
       std::vector<InodeId> inos;
       inos.reserve(page.size());

@@ -702,9 +702,12 @@ TEST_P(MetaEngineTest, PrefetchedRecordsReadTheSameUnderTheTransactionsOwnWrites
     EXPECT_FALSE(a.has_value());
     return Status::OK();
   }));
-  // What committed, read in a read transaction that prefetches too.
+  // What committed, read in a read transaction that prefetches too, and reads a listing before
+  // the records read ahead (an engine may send them with it).
   ASSERT_OK(Read([&](Txn& t) -> Status {
     FOLIO_RETURN_IF_ERROR(t.Prefetch(ahead));
+    FOLIO_ASSIGN_OR_RETURN(auto listed, t.ListEntries(kRootInode, "", 10));
+    EXPECT_EQ(listed.size(), 3u);  // b, c, gone
     FOLIO_ASSIGN_OR_RETURN(auto n2, t.GetInode(InodeId{2}));
     EXPECT_TRUE(n2.has_value() && n2->size_bytes == TestInode(2).size_bytes + 1);
     FOLIO_ASSIGN_OR_RETURN(auto n3, t.GetInode(InodeId{3}));

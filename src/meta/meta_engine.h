@@ -85,7 +85,8 @@ class Txn {
   // Reads the records named, together, so that the GetInode / GetEntry / GetXattr /
   // GetSliceRef calls for them that follow in this transaction ask the engine nothing: an
   // operation that knows its first reads up front makes them one round trip instead of one each
-  // (Redis: one pipeline that WATCHes the keys and reads them). A hint: what the Get* calls
+  // (Redis: WATCHes and reads of the keys, sent in the pipeline of the transaction's next read
+  // of any kind, or on their own when that read is of one of them). A hint: what the Get* calls
   // return, and the transaction's isolation (point 2), are the same with or without it; records
   // this transaction wrote before are answered from its writes, as any read. Engines whose
   // reads are local (SQLite) or already cheap enough ignore it (the default). Errors: IOError

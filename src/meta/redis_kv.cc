@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <tuple>
 
 namespace folio::meta {
 
@@ -40,23 +39,54 @@ std::optional<std::string> BulkOrNil(const redisReply* r) {
 }  // namespace
 
 Result<RedisReply> RedisKv::WatchedRead(const std::vector<std::string>& keys, RedisCmd read) {
+  return RunReads(keys, &read);
+}
+
+Status RedisKv::FlushPending() { return RunReads({}, nullptr).status(); }
+
+Result<RedisReply> RedisKv::RunReads(const std::vector<std::string>& keys, RedisCmd* read) {
   std::vector<RedisCmd> cmds;
   RedisCmd watch{"WATCH"};
   for (const std::string& k : keys) {
     if (watched_.insert(k).second) watch.push_back(k);
   }
-  if (watch.size() > 1) cmds.push_back(std::move(watch));
-  cmds.push_back(std::move(read));
+  for (const Read& p : pending_) {
+    if (watched_.insert(p.key).second) watch.push_back(p.key);
+  }
+  const size_t first = watch.size() > 1 ? 1 : 0;
+  if (first == 1) cmds.push_back(std::move(watch));
+  for (const Read& p : pending_) {
+    cmds.push_back(p.field ? RedisCmd{"HGET", p.key, *p.field} : RedisCmd{"GET", p.key});
+  }
+  if (read != nullptr) cmds.push_back(std::move(*read));
+  std::vector<Read> asked = std::move(pending_);
+  pending_.clear();
+  pending_ids_.clear();
+  if (cmds.empty()) return RedisReply();
   FOLIO_ASSIGN_OR_RETURN(std::vector<RedisReply> replies, conn_.Run(cmds));
-  ++server_reads_;
-  if (cmds.size() > 1 && IsError(replies[0].get())) return BadReply("WATCH", replies[0].get());
+  server_reads_ += static_cast<int>(asked.size()) + (read != nullptr ? 1 : 0);
+  if (first == 1 && IsError(replies[0].get())) return BadReply("WATCH", replies[0].get());
+  for (size_t i = 0; i < asked.size(); ++i) {
+    const redisReply* r = replies[first + i].get();
+    const Read& q = asked[i];
+    if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) {
+      return BadReply(std::string(q.field ? "HGET " : "GET ") + q.key, r);
+    }
+    if (q.field) {
+      fetched_fields_[{q.key, *q.field}] = BulkOrNil(r);
+    } else {
+      fetched_[q.key] = BulkOrNil(r);
+    }
+  }
+  if (read == nullptr) return RedisReply();
   return std::move(replies.back());
 }
 
+std::string RedisKv::ReadId(const std::string& key, const std::optional<std::string>& field) {
+  return field ? key + '\0' + *field : key;  // no key holds a NUL (prefixes are [A-Za-z0-9._-])
+}
+
 Status RedisKv::Prefetch(const std::vector<Read>& reads) {
-  std::vector<RedisCmd> cmds(1, RedisCmd{"WATCH"});
-  std::vector<const Read*> asked;
-  std::set<std::tuple<std::string_view, bool, std::string_view>> seen;
   for (const Read& r : reads) {
     if (r.field) {
       if (fetched_fields_.count({r.key, *r.field}) != 0) continue;
@@ -70,30 +100,7 @@ Status RedisKv::Prefetch(const std::vector<Read>& reads) {
         continue;
       }
     }
-    if (!seen.emplace(r.key, r.field.has_value(), r.field ? std::string_view(*r.field) : "").second) {
-      continue;
-    }
-    if (watched_.insert(r.key).second) cmds[0].push_back(r.key);
-    cmds.push_back(r.field ? RedisCmd{"HGET", r.key, *r.field} : RedisCmd{"GET", r.key});
-    asked.push_back(&r);
-  }
-  if (asked.empty()) return Status::OK();
-  const size_t first = cmds[0].size() > 1 ? 1 : 0;
-  if (first == 0) cmds.erase(cmds.begin());
-  FOLIO_ASSIGN_OR_RETURN(std::vector<RedisReply> replies, conn_.Run(cmds));
-  server_reads_ += static_cast<int>(asked.size());
-  if (first == 1 && IsError(replies[0].get())) return BadReply("WATCH", replies[0].get());
-  for (size_t i = 0; i < asked.size(); ++i) {
-    const redisReply* r = replies[first + i].get();
-    const Read& q = *asked[i];
-    if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) {
-      return BadReply(std::string(q.field ? "HGET " : "GET ") + q.key, r);
-    }
-    if (q.field) {
-      fetched_fields_[{q.key, *q.field}] = BulkOrNil(r);
-    } else {
-      fetched_[q.key] = BulkOrNil(r);
-    }
+    if (pending_ids_.insert(ReadId(r.key, r.field)).second) pending_.push_back(r);
   }
   return Status::OK();
 }
@@ -126,6 +133,7 @@ Result<std::optional<std::string>> RedisKv::Get(const std::string& key) {
   if (it != strings_.end() && (it->second.kind == StrOp::kSet || it->second.kind == StrOp::kDel)) {
     return Overlay(key, std::nullopt);
   }
+  if (pending_ids_.count(key) != 0) FOLIO_RETURN_IF_ERROR(FlushPending());
   if (auto f = fetched_.find(key); f != fetched_.end()) return Overlay(key, f->second);
   FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead({key}, {"GET", key}));
   if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) return BadReply("GET " + key, r.get());
@@ -198,6 +206,7 @@ Result<std::optional<std::string>> RedisKv::HGet(const std::string& key,
   if (auto h = hashes_.find(key); h != hashes_.end()) {
     if (auto f = h->second.find(field); f != h->second.end()) return f->second;
   }
+  if (pending_ids_.count(ReadId(key, field)) != 0) FOLIO_RETURN_IF_ERROR(FlushPending());
   if (auto f = fetched_fields_.find({key, field}); f != fetched_fields_.end()) return f->second;
   FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead({key}, {"HGET", key, field}));
   if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) return BadReply("HGET " + key, r.get());

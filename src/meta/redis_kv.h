@@ -34,11 +34,13 @@ class RedisKv {
  public:
   RedisKv(RedisConn& conn, std::string_view url) : conn_(conn), url_(url) {}
 
-  // Reads ahead, in one round trip (a pipeline of WATCH, then a GET or HGET each), values the
-  // transaction is about to read; Get / MGet / HGet answer them from what was read (under the
-  // transaction's own writes, as any read) instead of asking the server. Each read counts as
-  // one server read: several are not read at one moment, so a kRead transaction with more than
-  // one is validated as any other (server_reads()).
+  // Reads ahead values the transaction is about to read: they go out (WATCH, then a GET or
+  // HGET each) in the pipeline of the next read this transaction makes, or on their own when
+  // that read is of one of them; Get / HGet answer them from what was read (under the
+  // transaction's own writes, as any read) instead of asking the server. Each counts as one
+  // server read: several are not read at one moment, so a kRead transaction with more than one
+  // is validated as any other (server_reads()). Reads already answered (read ahead, or written
+  // by the transaction) are skipped.
   struct Read {
     std::string key;
     std::optional<std::string> field;  // set: HGET key field; unset: GET key
@@ -97,8 +99,15 @@ class RedisKv {
   Result<std::vector<std::string>> ZRangeWatching(const std::string& key,
                                                   const std::vector<std::string>& watch,
                                                   std::string_view after, size_t limit);
-  // Runs `read` after WATCHing the keys not watched yet, in one pipeline; returns its reply.
+  // Runs `read` after WATCHing the keys not watched yet, in one pipeline with the pending
+  // reads ahead (Prefetch); returns its reply.
   Result<RedisReply> WatchedRead(const std::vector<std::string>& keys, RedisCmd read);
+  // The pending reads ahead alone, in one pipeline.
+  Status FlushPending();
+  // WatchedRead's pipeline; read may be null (FlushPending: the reply is then null).
+  Result<RedisReply> RunReads(const std::vector<std::string>& keys, RedisCmd* read);
+  // A read's identity in pending_ids_.
+  static std::string ReadId(const std::string& key, const std::optional<std::string>& field);
   // Applies the overlay of a string key to what the server holds.
   Result<std::optional<std::string>> Overlay(const std::string& key,
                                              std::optional<std::string> server) const;
@@ -120,6 +129,9 @@ class RedisKv {
   std::string url_;
   std::set<std::string> watched_;
   int server_reads_ = 0;
+  // Reads ahead not sent yet (Prefetch), and their ReadIds.
+  std::vector<Read> pending_;
+  std::set<std::string> pending_ids_;
   // What Prefetch read: the server's values (nullopt: absent), under the overlays below.
   std::map<std::string, std::optional<std::string>> fetched_;
   std::map<std::pair<std::string, std::string>, std::optional<std::string>> fetched_fields_;
