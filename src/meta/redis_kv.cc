@@ -143,31 +143,48 @@ Result<std::optional<std::string>> RedisKv::Get(const std::string& key) {
 Result<std::vector<std::optional<std::string>>> RedisKv::MGet(
     const std::vector<std::string>& keys, bool watch) {
   std::vector<std::optional<std::string>> out(keys.size());
+  FOLIO_RETURN_IF_ERROR(MGetEach(keys, watch, [&](size_t i, std::optional<std::string_view> v) {
+    if (v) out[i].emplace(*v);
+    return Status::OK();
+  }));
+  return out;
+}
+
+Status RedisKv::MGetEach(const std::vector<std::string>& keys, bool watch,
+                         const std::function<Status(size_t, std::optional<std::string_view>)>& fn) {
   RedisCmd mget{"MGET"};
   std::vector<size_t> asked;
   for (size_t i = 0; i < keys.size(); ++i) {
     auto it = strings_.find(keys[i]);
-    if (it != strings_.end() &&
-        (it->second.kind == StrOp::kSet || it->second.kind == StrOp::kDel)) {
-      FOLIO_ASSIGN_OR_RETURN(out[i], Overlay(keys[i], std::nullopt));
-      continue;
-    }
-    if (auto f = fetched_.find(keys[i]); f != fetched_.end()) {
-      FOLIO_ASSIGN_OR_RETURN(out[i], Overlay(keys[i], f->second));
+    const bool written =
+        it != strings_.end() && (it->second.kind == StrOp::kSet || it->second.kind == StrOp::kDel);
+    auto f = written ? fetched_.end() : fetched_.find(keys[i]);
+    if (written || f != fetched_.end()) {
+      FOLIO_ASSIGN_OR_RETURN(std::optional<std::string> v,
+                             Overlay(keys[i], written ? std::nullopt : f->second));
+      FOLIO_RETURN_IF_ERROR(v ? fn(i, std::string_view(*v)) : fn(i, std::nullopt));
       continue;
     }
     mget.push_back(keys[i]);
     asked.push_back(i);
   }
-  if (asked.empty()) return out;
+  if (asked.empty()) return Status::OK();
   std::vector<std::string> watched;
   if (watch) watched.assign(mget.begin() + 1, mget.end());
   FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead(watched, std::move(mget)));
   if (r->type != REDIS_REPLY_ARRAY || r->elements != asked.size()) return BadReply("MGET", r.get());
   for (size_t j = 0; j < asked.size(); ++j) {
-    FOLIO_ASSIGN_OR_RETURN(out[asked[j]], Overlay(keys[asked[j]], BulkOrNil(r->element[j])));
+    const size_t i = asked[j];
+    const redisReply* e = r->element[j];
+    if (strings_.count(keys[i]) != 0) {  // an append or increment of this transaction on top
+      FOLIO_ASSIGN_OR_RETURN(std::optional<std::string> v, Overlay(keys[i], BulkOrNil(e)));
+      FOLIO_RETURN_IF_ERROR(v ? fn(i, std::string_view(*v)) : fn(i, std::nullopt));
+      continue;
+    }
+    FOLIO_RETURN_IF_ERROR(e->type == REDIS_REPLY_STRING ? fn(i, std::string_view(e->str, e->len))
+                                                        : fn(i, std::nullopt));
   }
-  return out;
+  return Status::OK();
 }
 
 void RedisKv::Set(const std::string& key, std::string value) {

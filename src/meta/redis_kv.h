@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -55,6 +56,10 @@ class RedisKv {
   // 6 ms for 1000 here).
   Result<std::vector<std::optional<std::string>>> MGet(const std::vector<std::string>& keys,
                                                        bool watch = true);
+  // The same, handing each value to fn(index, value) (nullopt where absent) without copying it
+  // out of the reply; fn's first error stops it and is returned.
+  Status MGetEach(const std::vector<std::string>& keys, bool watch,
+                  const std::function<Status(size_t, std::optional<std::string_view>)>& fn);
   void Set(const std::string& key, std::string value);
   void Del(const std::string& key);
   void Append(const std::string& key, std::string_view suffix);

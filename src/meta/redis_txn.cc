@@ -153,16 +153,16 @@ Result<std::vector<std::optional<Inode>>> RedisTxn::GetInodes(std::span<const In
   // A read transaction of many (readdir with attributes) does not WATCH them (RedisKv::MGet):
   // each is read whole, as it was at some moment of the transaction, not in its snapshot.
   const bool watch = mode_ == TxnMode::kWrite || keys.size() <= kWatchedGetInodesMax;
-  FOLIO_ASSIGN_OR_RETURN(auto values, kv_.MGet(keys, watch));
   std::vector<std::optional<Inode>> out(inos.size());
-  for (size_t i = 0; i < inos.size(); ++i) {
-    if (!values[i]) continue;
-    out[i] = DecodeInode(inos[i], *values[i]);
+  FOLIO_RETURN_IF_ERROR(kv_.MGetEach(keys, watch, [&](size_t i, std::optional<std::string_view> v) {
+    if (!v) return Status::OK();
+    out[i] = DecodeInode(inos[i], *v);
     if (!out[i]) {
       return Bad(keys[i], fmt::format("inode {}: a record of {} bytes that does not decode",
-                                      Raw(inos[i]), values[i]->size()));
+                                      Raw(inos[i]), v->size()));
     }
-  }
+    return Status::OK();
+  }));
   return out;
 }
 
