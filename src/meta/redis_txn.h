@@ -9,6 +9,7 @@
 // Thread safety: as any Txn (one thread, during fn).
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -50,8 +51,15 @@ class RedisKeys {
   std::string CommitMarker(uint64_t conn_id) const { return Id("tx:", conn_id); }
 
  private:
+  // One allocation (a readdir of 1000 names builds 1000 inode keys: concatenated temporaries
+  // were a ninth of its client CPU).
   std::string Id(std::string_view kind, uint64_t id) const {
-    return p_ + std::string(kind) + std::to_string(id);
+    char digits[20];
+    const auto end = std::to_chars(digits, digits + sizeof(digits), id).ptr;
+    std::string s;
+    s.reserve(p_.size() + kind.size() + static_cast<size_t>(end - digits));
+    s.append(p_).append(kind).append(digits, end);
+    return s;
   }
   std::string p_;
 };
