@@ -39,7 +39,9 @@ Result<InodeDevice::Owner::CommitOutcome> FileData::CommitRecords(std::span<cons
   for (const PendingRecord& r : records) {
     added.push_back(r.slice);
     by_chunk[r.chunk].push_back(r.slice);
-    if (r.slice.kind != meta::SliceKind::kZero) ahead.push_back(meta::RecordKey::OfSliceRef(r.slice.id));
+    if (r.slice.kind != meta::SliceKind::kZero) {
+      ahead.push_back(meta::RecordKey::OfSliceRef(r.slice.id));
+    }
   }
   meta::Inode committed;
   bool elsewhere = false;

@@ -281,7 +281,9 @@ Result<std::vector<RedisReply>> RedisConn::Run(const std::vector<RedisCmd>& cmds
   out.reserve(cmds.size());
   for (size_t i = 0; i < cmds.size() + (unwatch ? 1 : 0); ++i) {
     void* reply = nullptr;
-    if (NextReply(&reply, poll && poll->held()) != REDIS_OK || reply == nullptr) return Fail("reading a reply");
+    if (NextReply(&reply, poll && poll->held()) != REDIS_OK || reply == nullptr) {
+      return Fail("reading a reply");
+    }
     RedisReply r(static_cast<redisReply*>(reply));
     if (unwatch && i == 0) continue;
     out.push_back(std::move(r));

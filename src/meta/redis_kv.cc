@@ -95,9 +95,9 @@ Status RedisKv::Prefetch(const std::vector<Read>& reads) {
       }
     } else {
       if (fetched_.count(r.key) != 0) continue;
-      if (auto it = strings_.find(r.key);
-          it != strings_.end() && (it->second.kind == StrOp::kSet || it->second.kind == StrOp::kDel)) {
-        continue;
+      auto it = strings_.find(r.key);
+      if (it != strings_.end() && (it->second.kind == StrOp::kSet || it->second.kind == StrOp::kDel)) {
+        continue;  // written by this transaction: Get answers from the write
       }
     }
     if (pending_ids_.insert(ReadId(r.key, r.field)).second) pending_.push_back(r);
