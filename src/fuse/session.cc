@@ -2,12 +2,16 @@
 #include "fuse/session.h"
 
 #include <fuse3/fuse_lowlevel.h>
+#include <poll.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "base/poll_wait.h"
 #include "fuse/log.h"
 #include "fuse/lowlevel_ops.h"
 #include "fuse/request_loop.h"
@@ -43,21 +47,33 @@ Status MountFailure(const std::string& dir, const std::string& libfuse_says) {
   return Status::IOError("--mount " + dir + ": " + why);
 }
 
-// The session's requests for a RequestLoop: each worker receives into its own buffer.
+// The session's requests for a RequestLoop: each worker receives into its own buffer, after
+// polling for a request for up to poll_us (MountOptions::poll_us).
 class SessionSource final : public RequestSource {
  public:
-  explicit SessionSource(fuse_session* se) : se_(se) {}
+  SessionSource(fuse_session* se, uint32_t poll_us)
+      : se_(se), poll_ns_(int64_t{poll_us} * 1000) {}
   void* NewWorker() override { return new fuse_buf{}; }
   void FreeWorker(void* w) override {
     auto* buf = static_cast<fuse_buf*>(w);
     std::free(buf->mem);
     delete buf;
   }
-  int Receive(void* w) override { return fuse_session_receive_buf(se_, static_cast<fuse_buf*>(w)); }
+  int Receive(void* w) override {
+    const int fd = fuse_session_fd(se_);
+    PollFor(poll_ns_, [fd] {
+      pollfd p{fd, POLLIN, 0};
+      const int n = ::poll(&p, 1, 0);
+      if (n > 0) return PollStep::kDone;  // a request, or the session's end: the read tells
+      return n < 0 && errno != EINTR ? PollStep::kGiveUp : PollStep::kNothing;
+    });
+    return fuse_session_receive_buf(se_, static_cast<fuse_buf*>(w));
+  }
   void Process(void* w) override { fuse_session_process_buf(se_, static_cast<fuse_buf*>(w)); }
 
  private:
   fuse_session* se_;
+  int64_t poll_ns_;
 };
 
 }  // namespace
@@ -109,7 +125,7 @@ FuseServer::~FuseServer() {
 }
 
 Status FuseServer::Run() {
-  SessionSource source(impl_->se);
+  SessionSource source(impl_->se, options_.poll_us);
   RequestLoopOptions lo;
   lo.max_threads = options_.max_threads;
   RequestLoop loop(&source, lo);

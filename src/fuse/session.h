@@ -51,6 +51,10 @@ struct MountOptions {
   bool parallel_dirops = false;
   bool writeback_cache = false;
   double attr_timeout_s = 1.0;              // what getattr / setattr replies let the kernel cache
+  // How long the reading thread polls /dev/fuse for the next request (base/poll_wait.h)
+  // before it blocks in read: a thread that slept is woken ~50 us after the request came on
+  // this project's test machine (docs/fs.md, "Polling for the next request"). 0: never polls.
+  uint32_t poll_us = 200;
 };
 
 class FuseServer {

@@ -1,47 +1,17 @@
 #include "meta/redis_conn.h"
 
 #include <fmt/format.h>
-#include <sched.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <charconv>
-#include <chrono>
-#include <optional>
-#include <thread>
 
+#include "base/poll_wait.h"
 #include "meta/server_util.h"
 
 namespace folio::meta {
 namespace {
-
-std::atomic<int> g_spinners{0};
-
-// One of SpinSlots() places to poll for replies, when one is free.
-class SpinSlot {
- public:
-  SpinSlot() {
-    int n = g_spinners.load(std::memory_order_relaxed);
-    while (n < SpinSlots()) {
-      if (g_spinners.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) {
-        held_ = true;
-        break;
-      }
-    }
-  }
-  ~SpinSlot() {
-    if (held_) g_spinners.fetch_sub(1, std::memory_order_relaxed);
-  }
-  SpinSlot(const SpinSlot&) = delete;
-  SpinSlot& operator=(const SpinSlot&) = delete;
-  bool held() const { return held_; }
-
- private:
-  bool held_ = false;
-};
 
 bool PrefixCharsOk(std::string_view p) {
   if (p.empty() || p.size() > 64 || p == "." || p == "..") return false;
@@ -228,35 +198,34 @@ Status RedisConn::Fail(std::string_view what) {
                                      ctx_->err != 0 ? ctx_->errstr : "no reply"));
 }
 
-int SpinSlots() {
-  static const int n = std::max(1, (static_cast<int>(std::thread::hardware_concurrency()) - 1) / 2);
-  return n;
-}
-
 int RedisConn::NextReply(void** reply, bool poll) {
   *reply = nullptr;
   if (redisGetReplyFromReader(ctx_, reply) != REDIS_OK) return REDIS_ERR;
   if (*reply != nullptr) return REDIS_OK;
   if (!poll) return redisGetReply(ctx_, reply);
-  // Real time, not the process's test clock: a test that stops the clock must not make this
-  // poll forever.
-  using Clock = std::chrono::steady_clock;
-  auto deadline = Clock::now() + std::chrono::nanoseconds(poll_ns_);
-  char buf[16384];
-  for (;;) {
+  bool failed = false;
+  const bool got = PollFor(poll_ns_, [&] {
+    char buf[16384];
     const ssize_t n = ::recv(ctx_->fd, buf, sizeof buf, MSG_DONTWAIT);
     if (n > 0) {
-      if (redisReaderFeed(ctx_->reader, buf, static_cast<size_t>(n)) != REDIS_OK) break;
-      if (redisGetReplyFromReader(ctx_, reply) != REDIS_OK) return REDIS_ERR;
-      if (*reply != nullptr) return REDIS_OK;
-      deadline = Clock::now() + std::chrono::nanoseconds(poll_ns_);
-      continue;
+      // A reader error: the blocking read below meets it again and reports it.
+      if (redisReaderFeed(ctx_->reader, buf, static_cast<size_t>(n)) != REDIS_OK) {
+        return PollStep::kGiveUp;
+      }
+      if (redisGetReplyFromReader(ctx_, reply) != REDIS_OK) {
+        failed = true;
+        return PollStep::kGiveUp;
+      }
+      return *reply != nullptr ? PollStep::kDone : PollStep::kProgress;
     }
     // End of stream or an error: the blocking read below meets it again and reports it.
-    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) break;
-    if (Clock::now() >= deadline) break;
-    sched_yield();
-  }
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      return PollStep::kGiveUp;
+    }
+    return PollStep::kNothing;
+  });
+  if (failed) return REDIS_ERR;
+  if (got) return REDIS_OK;
   return redisGetReply(ctx_, reply);
 }
 
@@ -275,13 +244,11 @@ Result<std::vector<RedisReply>> RedisConn::Run(const std::vector<RedisCmd>& cmds
   for (int done = 0; done == 0;) {
     if (redisBufferWrite(ctx_, &done) != REDIS_OK) return Fail("sending");
   }
-  std::optional<SpinSlot> poll;
-  if (poll_ns_ > 0) poll.emplace();
   std::vector<RedisReply> out;
   out.reserve(cmds.size());
   for (size_t i = 0; i < cmds.size() + (unwatch ? 1 : 0); ++i) {
     void* reply = nullptr;
-    if (NextReply(&reply, poll && poll->held()) != REDIS_OK || reply == nullptr) {
+    if (NextReply(&reply, poll_ns_ > 0) != REDIS_OK || reply == nullptr) {
       return Fail("reading a reply");
     }
     RedisReply r(static_cast<redisReply*>(reply));

@@ -10,14 +10,12 @@
 // each, so a batch costs one round trip. A connection that failed (reset, refused, timed out)
 // is broken: every later Run fails at once, and the engine replaces it.
 //
-// Waiting for a reply, a connection first polls its socket without blocking, yielding the CPU
-// between polls (sched_yield), for up to poll_us after the last bytes arrived, then blocks. A
-// thread that blocks for a reply from a server on the same or a nearby machine is woken after
-// the reply is there: on this project's paravirtual test machine the wakeup alone is ~50 us of
-// a ~80 us GET round trip (30 us when polled; docs/fs.md, "Redis round trips"). Polling with a
-// bare spin took a CPU from the server and the FUSE threads (a 2-CPU machine's mount did 10-15%
-// fewer operations); yielding lets them run. At most SpinSlots() threads of the process poll at
-// once (the others block).
+// Waiting for a reply, a connection first polls its socket without blocking (base/poll_wait.h:
+// yielding the CPU between polls, at most PollSlots() threads of the process at once) for up
+// to poll_us after the last bytes arrived, then blocks. A thread that blocks for a reply from a
+// server on the same or a nearby machine is woken after the reply is there: on this project's
+// paravirtual test machine the wakeup alone is ~50 us of a ~80 us GET round trip (30 us when
+// polled; docs/fs.md, "Redis round trips").
 //
 // Thread safety: none; a connection is used by one thread at a time (the engine's pool).
 #pragma once
@@ -100,10 +98,6 @@ class RedisConn {
   bool broken_ = false;
   bool unwatch_pending_ = false;
 };
-
-// How many threads of the process poll for replies at once: half the CPUs less one, at least
-// one.
-int SpinSlots();
 
 // SCANs the keys matching the glob `pattern` and hands them to `batch` a page at a time, until
 // the scan ends or batch returns false. Errors: the connection's, or batch's.

@@ -107,6 +107,8 @@ check "bad meta_commit" expect_error 2 "seconds from 0.1 to 3600" mount "$META" 
 check "bad meta_cache" expect_error 2 "meta_cache=on (the default) or meta_cache=off" mount "$META" "$T/mnt/bad" -o meta_cache=maybe
 check "bad readahead" expect_error 2 "readahead 1K: give whole 4K pages from 64K to 1G" mount "$META" "$T/mnt/bad" -o readahead=1K
 check "readahead not a size" expect_error 2 "readahead lots: not a size" mount "$META" "$T/mnt/bad" -o readahead=lots
+check "bad poll_us" expect_error 2 "poll_us=-5: give microseconds from 0 (never poll) to 100000" mount "$META" "$T/mnt/bad" -o poll_us=-5
+check "poll_us too long" expect_error 2 "poll_us=100001: give microseconds" mount "$META" "$T/mnt/bad" -o poll_us=100001
 check "umount of a non-mount" expect_error 2 "not a FUSE mount" umount "$T/mnt/bad"
 
 echo "== format"
@@ -177,8 +179,8 @@ truncate -s 512M "$T/stores/dev.img"
 check "format on a dev: store" "$FOLIO" fs format "$META2" devvol --storage "dev:file:$T/stores/dev.img" \
   --block-size 1M --deletion-grace 0
 # The dev: volume runs with the metadata synced at fsync and every 5 s (as ext4), not per op,
-# and a readahead window of its own.
-run_volume dev "$META2" -o meta_sync=fsync,readahead=4M
+# a readahead window of its own, and a mount that never polls for requests (poll_us=0).
+run_volume dev "$META2" -o meta_sync=fsync,readahead=4M,poll_us=0
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

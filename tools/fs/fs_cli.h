@@ -24,6 +24,7 @@
 #include "folio/page_cache.h"
 #include "fs/file_system.h"
 #include "fs/format.h"
+#include "fuse/session.h"
 
 namespace folio::cli {
 
@@ -56,6 +57,7 @@ struct FsMountConfig {
   bool meta_cache = true;  // -o meta_cache=on|off (fs::FsOptions::meta_cache)
   uint64_t readahead_bytes = fs::FsOptions{}.readahead_bytes;  // -o readahead=SIZE
   uint64_t meta_commit_ms = fs::FsOptions{}.meta_sync_interval_ms;  // -o meta_commit=S
+  uint32_t poll_us = fuse::MountOptions{}.poll_us;  // -o poll_us=N (fuse::MountOptions::poll_us)
   bool debug = false;
 };
 int RunFsMount(const FsMountConfig& c);

@@ -148,7 +148,7 @@ int RunFormat(const FsArgs& a) {
 
 // -o options: ro, rw, shared, allow_other, noatime, relatime, strictatime, writeback_cache,
 // entry_timeout=S, attr_timeout=S, meta_sync=each|fsync, meta_commit=S, meta_cache=on|off,
-// readahead=SIZE.
+// readahead=SIZE, poll_us=N.
 Status ApplyMountOptions(const std::vector<std::string>& groups, FsMountConfig* c) {
   for (const std::string& group : groups) {
     std::stringstream in(group);
@@ -188,6 +188,15 @@ Status ApplyMountOptions(const std::vector<std::string>& groups, FsMountConfig* 
         c->meta_cache = value == "on";
       } else if (key == "readahead") {
         FOLIO_ASSIGN_OR_RETURN(c->readahead_bytes, ReadaheadFlag(value, "-o readahead"));
+      } else if (key == "poll_us") {
+        char* end = nullptr;
+        const unsigned long v = std::strtoul(value.c_str(), &end, 10);
+        if (value.empty() || *end != '\0' || value[0] == '-' || v > 100000) {
+          return Status::InvalidArgument("-o " + o +
+                                         ": give microseconds from 0 (never poll) to 100000 "
+                                         "(e.g. poll_us=200)");
+        }
+        c->poll_us = static_cast<uint32_t>(v);
       } else if (key == "entry_timeout" || key == "attr_timeout") {
         char* end = nullptr;
         const double v = std::strtod(value.c_str(), &end);
@@ -201,7 +210,7 @@ Status ApplyMountOptions(const std::vector<std::string>& groups, FsMountConfig* 
             "-o " + o +
             ": unknown mount option; use ro, rw, shared, allow_other, noatime, relatime, "
             "strictatime, writeback_cache, entry_timeout=S, attr_timeout=S, "
-            "meta_sync=each|fsync, meta_commit=S, meta_cache=on|off, readahead=SIZE");
+            "meta_sync=each|fsync, meta_commit=S, meta_cache=on|off, readahead=SIZE, poll_us=N");
       }
     }
   }
@@ -526,7 +535,9 @@ Command AddFsCommand(CLI::App& root) {
                     "seconds, default 5, as ext4), meta_cache=on|off (default on: an unshared read-write "
                     "mount answers lookups and attributes from a cache of its own records), "
                     "readahead=SIZE (a file's largest readahead window in Folio's cache, "
-                    "default 16M, at most an eighth of --cache)");
+                    "default 16M, at most an eighth of --cache), poll_us=N (how long the mount "
+                    "polls for the next request, yielding the CPU, before it sleeps; default "
+                    "200, 0: never)");
   mount->add_flag("--debug", a->debug, "Print every FUSE request (libfuse's debug log)");
 
   CLI::App* umount = fs->add_subcommand("umount", "Unmount a volume and wait until its data "

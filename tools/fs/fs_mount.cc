@@ -131,6 +131,7 @@ int Serve(const FsMountConfig& c, fuse::Daemon* daemon) {
   mo.parallel_dirops = true;
   mo.writeback_cache = c.writeback_cache;
   mo.attr_timeout_s = c.attr_timeout_s;
+  mo.poll_us = c.poll_us;
   Result<std::unique_ptr<fuse::FuseServer>> server = fuse::FuseServer::Mount(st.adapter.get(), mo);
   if (!server.ok()) {
     (void)st.fs->Unmount();  // the session goes again: nothing is left behind

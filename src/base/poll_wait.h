@@ -1,0 +1,38 @@
+// PollFor: polling for something another thread or process will make ready (a server's reply
+// on a socket, the next FUSE request), yielding the CPU between polls, before the caller
+// blocks for it.
+//
+// Why: a thread that blocks is woken after the event is there, and on this project's
+// paravirtual test machine that wakeup alone costs ~50 us (a Redis GET round trip: 78-85 us
+// blocking in read, 29-30 us polling; docs/fs.md, "Redis round trips"). Polling trades CPU for
+// that latency, so it is bounded three ways: a budget of real time without progress, at most
+// PollSlots() threads of the process poll at once (the others block at once), and
+// sched_yield() between polls lets every other runnable thread of the CPU run first (a bare
+// spin took a CPU from the server and from the FUSE mount's other threads on 2 CPUs).
+//
+//   bool ready = PollFor(200'000, [&] { return TryRead(); });  // then block if !ready
+//
+// Thread safety: thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace folio {
+
+enum class PollStep {
+  kDone,      // what the caller waits for is there: stop, PollFor returns true
+  kProgress,  // part of it came: the budget starts again
+  kNothing,   // nothing yet: yield and poll again while the budget lasts
+  kGiveUp,    // stop polling (an error the caller's blocking path reports): PollFor returns false
+};
+
+// Calls step() until it returns kDone (true) or kGiveUp, or budget_ns of real time (not the
+// test clock of base/clock.h) passed since the start or the last kProgress (false). Returns
+// false at once, without calling step, when budget_ns <= 0 or PollSlots() threads poll already.
+bool PollFor(int64_t budget_ns, const std::function<PollStep()>& step);
+
+// How many threads of the process poll at once: half the CPUs less one, at least one.
+int PollSlots();
+
+}  // namespace folio
