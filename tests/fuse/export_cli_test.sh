@@ -116,6 +116,8 @@ check "a directory as the device" expect_error 2 "is a directory" --mount "$T/mn
   "file:$T/mnt"
 check "--log in a missing directory" expect_error 2 "--log" --mount "$T/mnt/bad" --daemon \
   --log "$T/absent-dir/x.log" "$DATA"
+check "--poll-us too long" expect_error 2 "--poll-us 100001: use 0 (never poll) to 100000" \
+  --mount "$T/mnt/bad" --poll-us 100001 "$DATA"
 check "nothing left mounted" bash -c "! grep -q '$T' /proc/mounts"
 
 # ---- fio verify, exclusive use, .stats, --unmount ----------------------------------------
@@ -147,11 +149,11 @@ else
   fail "export mounted"
 fi
 
-# ---- --daemon, SIGTERM ---------------------------------------------------------------------
+# ---- --daemon, SIGTERM (a mount that never polls for requests: --poll-us 0) ----------------
 echo "== daemon and SIGTERM"
 D=$T/mnt/daemon
 mkdir -p "$D"
-if "$FOLIO_BIN" export --daemon --log "$T/daemon.log" --mount "$D" --cache 64M \
+if "$FOLIO_BIN" export --daemon --log "$T/daemon.log" --mount "$D" --cache 64M --poll-us 0 \
      --name disk "$DATA" 2>"$T/daemon.err"; then
   ok "daemon started and mounted (parent exit 0)"
   pid=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['pid'])" "$D/.stats")

@@ -39,6 +39,7 @@ struct ExportArgs {
   bool daemon = false;
   std::string log;
   uint32_t threads = 16;
+  uint32_t poll_us = 200;
   bool allow_other = false;
   bool debug = false;
   std::vector<std::string> specs;
@@ -110,6 +111,11 @@ Status BuildExportConfig(const ExportArgs& a, ExportConfig* c) {
     return Status::InvalidArgument("--threads " + std::to_string(a.threads) + ": use 1 to 256");
   }
   c->threads = a.threads;
+  if (a.poll_us > 100000) {
+    return Status::InvalidArgument("--poll-us " + std::to_string(a.poll_us) +
+                                   ": use 0 (never poll) to 100000");
+  }
+  c->poll_us = a.poll_us;
   if (!a.log.empty() && !a.daemon) return Status::InvalidArgument("--log goes with --daemon");
   for (const std::string& text : a.specs) {
     // Paths made absolute now: a --daemon changes to "/" before it opens them.
@@ -198,6 +204,9 @@ Command AddExportCommand(CLI::App& root) {
                 "stderr)");
   sub->add_option("--log", a->log, "With --daemon: append the log to this file");
   sub->add_option("--threads", a->threads, "FUSE worker threads (default 16)");
+  sub->add_option("--poll-us", a->poll_us,
+                  "How long the mount polls for the next request, yielding the CPU, before it "
+                  "sleeps (microseconds; default 200, 0: never)");
   sub->add_flag("--allow-other", a->allow_other, "Let other users use the mount");
   sub->add_flag("--debug", a->debug, "Print every FUSE request (libfuse's debug log)");
   sub->add_option("DEVICE_SPEC", a->specs, kDeviceSpecSyntax);

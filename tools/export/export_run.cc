@@ -147,6 +147,7 @@ int Serve(const ExportConfig& c, fuse::Daemon* daemon) {
   fuse::MountOptions mo;
   mo.mountpoint = c.mountpoint;
   mo.max_threads = c.threads;
+  mo.poll_us = c.poll_us;
   mo.allow_other = c.allow_other;
   mo.debug = c.debug;
   Result<std::unique_ptr<fuse::FuseServer>> server = fuse::FuseServer::Mount(st.fs.get(), mo);

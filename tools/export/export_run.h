@@ -36,6 +36,7 @@ struct ExportConfig {
   bool daemon = false;
   std::string log_path;  // --daemon: where stderr goes
   uint32_t threads = 16;
+  uint32_t poll_us = 200;  // --poll-us (fuse::MountOptions::poll_us)
   bool allow_other = false;
   bool debug = false;
 };
