@@ -3,12 +3,14 @@
 // blocks for it.
 //
 // Why: a thread that blocks is woken after the event is there, and on this project's
-// paravirtual test machine that wakeup alone costs ~50 us (a Redis GET round trip: 78-85 us
-// blocking in read, 29-30 us polling; docs/fs.md, "Redis round trips"). Polling trades CPU for
-// that latency, so it is bounded three ways: a budget of real time without progress, at most
-// PollSlots() threads of the process poll at once (the others block at once), and
-// sched_yield() between polls lets every other runnable thread of the CPU run first (a bare
-// spin took a CPU from the server and from the FUSE mount's other threads on 2 CPUs).
+// paravirtual test machine that wakeup costs ~50 us when the CPU it runs on had gone idle (a
+// Redis GET round trip: 78-85 us blocking in read, 29-30 us polling; docs/fs.md, "Redis round
+// trips"). Polling trades CPU for that latency, so it is bounded four ways: a budget of real
+// time without progress; at most PollSlots() threads of the process poll at once (the others
+// block at once); sched_yield() between polls lets every other runnable thread of the CPU run
+// first (a bare spin took a CPU from the server and from the FUSE mount's other threads on 2
+// CPUs); and a yield that did run another thread (it took more than 20 us) ends the polling:
+// the CPU is busy, so the wakeup is cheap and the CPU is better left to the others.
 //
 //   bool ready = PollFor(200'000, [&] { return TryRead(); });  // then block if !ready
 //
@@ -28,8 +30,9 @@ enum class PollStep {
 };
 
 // Calls step() until it returns kDone (true) or kGiveUp, or budget_ns of real time (not the
-// test clock of base/clock.h) passed since the start or the last kProgress (false). Returns
-// false at once, without calling step, when budget_ns <= 0 or PollSlots() threads poll already.
+// test clock of base/clock.h) passed since the start or the last kProgress, or a yield between
+// two steps ran another thread (false). Returns false at once, without calling step, when
+// budget_ns <= 0 or PollSlots() threads poll already.
 bool PollFor(int64_t budget_ns, const std::function<PollStep()>& step);
 
 // How many threads of the process poll at once: half the CPUs less one, at least one.

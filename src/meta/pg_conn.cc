@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cstring>
 #include <optional>
 
+#include "base/poll_wait.h"
 #include "meta/server_util.h"
 
 namespace folio::meta {
@@ -69,8 +71,35 @@ std::string PgDisplayUrl(std::string_view url) {
   return s;
 }
 
+Result<int> TakePgPollUs(std::string* url) {
+  const size_t q = url->find('?');
+  if (q == std::string::npos) return 200;
+  int poll_us = 200;
+  std::string kept;
+  std::string_view rest = std::string_view(*url).substr(q + 1);
+  while (!rest.empty()) {
+    const size_t amp = rest.find('&');
+    const std::string_view kv = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    if (kv.starts_with("poll_us=")) {
+      const std::string_view v = kv.substr(8);
+      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), poll_us);
+      if (v.empty() || ec != std::errc() || p != v.data() + v.size() || poll_us < 0 ||
+          poll_us > 100000) {
+        return Status::InvalidArgument(fmt::format(
+            "'{}': poll_us '{}' is not 0..100000 (microseconds of polling for a reply)",
+            PgDisplayUrl(*url), v));
+      }
+      continue;
+    }
+    kept += (kept.empty() ? "" : "&") + std::string(kv);
+  }
+  *url = url->substr(0, q) + (kept.empty() ? "" : "?" + kept);
+  return poll_us;
+}
+
 Result<std::unique_ptr<PgConn>> PgConn::Open(const std::string& conninfo,
-                                             const std::string& display) {
+                                             const std::string& display, int poll_us) {
   PGconn* c = PQconnectdb(conninfo.c_str());
   if (c == nullptr) return Status::IOError(display + ": out of memory");
   if (PQstatus(c) != CONNECTION_OK) {
@@ -80,7 +109,7 @@ Result<std::unique_ptr<PgConn>> PgConn::Open(const std::string& conninfo,
     PQfinish(c);
     return s;
   }
-  std::unique_ptr<PgConn> conn(new PgConn(c, display));
+  std::unique_ptr<PgConn> conn(new PgConn(c, display, poll_us));
   FOLIO_ASSIGN_OR_RETURN(PgRows me, conn->Exec("SELECT pg_backend_pid()::int8, backend_start::text "
                                                "FROM pg_stat_activity WHERE pid = "
                                                "pg_backend_pid()"));
@@ -202,6 +231,14 @@ Result<PgRows> PgConn::RunPipeline(const Statement* last) {
     sent.push_back({i, false});
   }
   if (PQpipelineSync(conn_) != 1) return LostWhileSending();
+  // Poll for the results before PQgetResult blocks (libpq's socket is non-blocking; a read
+  // error stops the polling and PQgetResult reports it).
+  if (PQisBusy(conn_) == 1) {
+    PollFor(poll_ns_, [this] {
+      if (PQconsumeInput(conn_) != 1) return PollStep::kGiveUp;
+      return PQisBusy(conn_) == 1 ? PollStep::kNothing : PollStep::kDone;
+    });
+  }
 
   Status first_error;
   std::optional<PgRows> rows;

@@ -62,10 +62,11 @@ class PgRows {
 
 class PgConn {
  public:
-  // Connects and learns its Identity. Errors: IOError naming `display` (the URL without its
-  // password).
+  // Connects and learns its Identity. Waiting for a pipeline's results, the connection polls
+  // its socket (base/poll_wait.h) for up to poll_us before libpq blocks, as RedisConn does
+  // (0: never). Errors: IOError naming `display` (the URL without its password).
   static Result<std::unique_ptr<PgConn>> Open(const std::string& conninfo,
-                                              const std::string& display);
+                                              const std::string& display, int poll_us = 200);
   ~PgConn() { PQfinish(conn_); }
   PgConn(const PgConn&) = delete;
   PgConn& operator=(const PgConn&) = delete;
@@ -109,7 +110,8 @@ class PgConn {
   uint64_t NextCommitSeq() { return ++commit_seq_; }
 
  private:
-  PgConn(PGconn* c, std::string display) : conn_(c), display_(std::move(display)) {}
+  PgConn(PGconn* c, std::string display, int poll_us)
+      : conn_(c), display_(std::move(display)), poll_ns_(int64_t{poll_us} * 1000) {}
   struct Statement {
     std::string sql;
     std::vector<PgParam> params;
@@ -124,6 +126,7 @@ class PgConn {
 
   PGconn* conn_;
   std::string display_;
+  int64_t poll_ns_;  // polling for a pipeline's results before blocking (Open's poll_us)
   std::unordered_map<std::string, std::string> prepared_;  // SQL -> statement name
   uint64_t next_statement_ = 0;                             // names s0, s1, ...
   std::vector<Statement> queued_;
@@ -135,5 +138,10 @@ class PgConn {
 
 // The URL without its password (userinfo and password= parameter), for messages.
 std::string PgDisplayUrl(std::string_view url);
+
+// Takes Folio's own parameter poll_us=N (0..100000, default 200: see PgConn::Open) out of a
+// postgres:// URL's query, which then goes to libpq as it is. Errors: InvalidArgument naming
+// the value.
+Result<int> TakePgPollUs(std::string* url);
 
 }  // namespace folio::meta

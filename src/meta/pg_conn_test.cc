@@ -48,6 +48,55 @@ class PgConnTest : public testing::Test {
   std::string table_;
 };
 
+// Folio's poll_us parameter is taken out of the URL before libpq sees it (libpq refuses
+// parameters it does not know); the others stay in their order.
+TEST(PgUrlTest, PollUsIsTakenOutOfTheQuery) {
+  std::string u = "postgres://u:secret@h:5432/db?sslmode=disable&poll_us=0&options=-cx%3D1";
+  auto p = TakePgPollUs(&u);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(*p, 0);
+  EXPECT_EQ(u, "postgres://u:secret@h:5432/db?sslmode=disable&options=-cx%3D1");
+  u = "postgres://u@h/db?poll_us=100000";
+  ASSERT_TRUE(TakePgPollUs(&u).ok());
+  EXPECT_EQ(u, "postgres://u@h/db");
+  u = "postgres://u@h/db";
+  auto d = TakePgPollUs(&u);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d, 200);
+  EXPECT_EQ(u, "postgres://u@h/db");
+  for (const char* bad : {"postgres://u:pw@h/db?poll_us=-1", "postgres://u:pw@h/db?poll_us=x",
+                          "postgres://u:pw@h/db?poll_us=100001", "postgres://u:pw@h/db?poll_us="}) {
+    std::string b = bad;
+    auto r = TakePgPollUs(&b);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find("poll_us"), std::string_view::npos) << bad;
+    EXPECT_EQ(r.status().message().find("pw"), std::string_view::npos) << r.status().ToString();
+  }
+}
+
+// Results read by polling, by blocking after the poll gave up (pg_sleep outlasts it), and
+// without polling: the same results.
+TEST(PgConnPollTest, ResultsArriveWhetherPolledOrWaitedFor) {
+  const test::ServiceInfo env = test::ServiceEnv("pg");
+  if (!env.skip.empty()) GTEST_SKIP() << env.skip;
+  ASSERT_TRUE(env.error.empty()) << env.error;
+  for (int poll_us : {0, 1, 200}) {
+    SCOPED_TRACE("poll_us " + std::to_string(poll_us));
+    auto c = PgConn::Open(PgBaseUrl(), PgBaseUrl(), poll_us);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    for (int i = 0; i < 50; ++i) {
+      auto r = (*c)->Exec("SELECT $1::int8 + 1", {P::I(i)});
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ASSERT_EQ(r->size(), 1);
+      EXPECT_EQ(r->Int(0, 0), i + 1);
+    }
+    auto slow = (*c)->Exec("SELECT 7::int8 FROM pg_sleep(0.05)");
+    ASSERT_TRUE(slow.ok()) << slow.status().ToString();
+    ASSERT_EQ(slow->size(), 1);
+    EXPECT_EQ(slow->Int(0, 0), 7);
+  }
+}
+
 TEST_F(PgConnTest, QueuedWritesGoOutInOrderWithTheNextRead) {
   ASSERT_TRUE(conn_->Queue("BEGIN", {}, /*prepared=*/false).ok());
   ASSERT_TRUE(conn_->Queue(Insert(), {P::I(1), P::I(10)}).ok());

@@ -34,8 +34,12 @@ constexpr const char* kStaleMarkers = "1 day";
 
 class PgEngine final : public MetaEngine {
  public:
-  PgEngine(std::string conninfo, std::string display, const MetaOpenOptions& options)
-      : conninfo_(std::move(conninfo)), display_(std::move(display)), options_(options) {}
+  PgEngine(std::string conninfo, std::string display, int poll_us,
+           const MetaOpenOptions& options)
+      : conninfo_(std::move(conninfo)),
+        display_(std::move(display)),
+        poll_us_(poll_us),
+        options_(options) {}
 
   Status Start();
   Status Transact(std::string_view op, TxnMode mode,
@@ -85,6 +89,7 @@ class PgEngine final : public MetaEngine {
 
   const std::string conninfo_;
   const std::string display_;
+  const int poll_us_;  // the URL's poll_us (PgConn::Open)
   const MetaOpenOptions options_;
   std::atomic<bool> ready_{false};
   std::mutex pool_mu_;
@@ -103,7 +108,7 @@ Result<PgEngine::Lease> PgEngine::Acquire() {
       return Lease(this, std::move(c));
     }
   }
-  FOLIO_ASSIGN_OR_RETURN(auto c, PgConn::Open(conninfo_, display_));
+  FOLIO_ASSIGN_OR_RETURN(auto c, PgConn::Open(conninfo_, display_, poll_us_));
   return Lease(this, std::move(c));
 }
 
@@ -389,7 +394,10 @@ Result<std::unique_ptr<MetaEngine>> OpenPgEngine(std::string_view url,
         "'{}': not a postgres:// URL; use postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=...]",
         PgDisplayUrl(url)));
   }
-  auto engine = std::make_unique<PgEngine>(WithConnectTimeout(url), PgDisplayUrl(url), options);
+  std::string libpq_url(url);
+  FOLIO_ASSIGN_OR_RETURN(const int poll_us, TakePgPollUs(&libpq_url));
+  auto engine = std::make_unique<PgEngine>(WithConnectTimeout(libpq_url), PgDisplayUrl(libpq_url),
+                                           poll_us, options);
   FOLIO_RETURN_IF_ERROR(engine->Start());
   return std::unique_ptr<MetaEngine>(std::move(engine));
 }
@@ -397,8 +405,11 @@ Result<std::unique_ptr<MetaEngine>> OpenPgEngine(std::string_view url,
 namespace {
 
 Status SchemaDdl(std::string_view url, const std::string& sql) {
+  std::string libpq_url(url);
+  FOLIO_ASSIGN_OR_RETURN(const int poll_us, TakePgPollUs(&libpq_url));
   FOLIO_ASSIGN_OR_RETURN(std::unique_ptr<PgConn> conn,
-                         PgConn::Open(WithConnectTimeout(url), PgDisplayUrl(url)));
+                         PgConn::Open(WithConnectTimeout(libpq_url), PgDisplayUrl(libpq_url),
+                                      poll_us));
   return conn->Simple(sql).status();
 }
 
