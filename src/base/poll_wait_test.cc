@@ -13,9 +13,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// These tests poll whatever else the machine runs (the load check is off; its reading of
+// /proc/loadavg is tested below).
+class PollForTest : public testing::Test {
+ protected:
+  void SetUp() override { SetPollLoadCheck(false); }
+  void TearDown() override { SetPollLoadCheck(true); }
+};
+
 // (Steps that report progress: no yield between them, so a busy machine cannot end the
 // polling early, as it may after kNothing.)
-TEST(PollForTest, StopsWhenDoneOrGivenUp) {
+TEST_F(PollForTest, StopsWhenDoneOrGivenUp) {
   int calls = 0;
   EXPECT_TRUE(PollFor(10'000'000'000,
                       [&] { return ++calls < 5 ? PollStep::kProgress : PollStep::kDone; }));
@@ -26,7 +34,7 @@ TEST(PollForTest, StopsWhenDoneOrGivenUp) {
   EXPECT_EQ(calls, 3);
 }
 
-TEST(PollForTest, ANonPositiveBudgetNeverPolls) {
+TEST_F(PollForTest, ANonPositiveBudgetNeverPolls) {
   int calls = 0;
   EXPECT_FALSE(PollFor(0, [&] { return ++calls, PollStep::kDone; }));
   EXPECT_FALSE(PollFor(-1, [&] { return ++calls, PollStep::kDone; }));
@@ -36,7 +44,7 @@ TEST(PollForTest, ANonPositiveBudgetNeverPolls) {
 // The budget runs from the start or the last progress: ten steps of 0.3 ms each outlast a 1 ms
 // budget when they bring nothing (polling stops before the eleventh, at the budget or at a
 // yield that ran another thread), not when each brings part of what is awaited.
-TEST(PollForTest, TheBudgetStartsAgainAtEachProgress) {
+TEST_F(PollForTest, TheBudgetStartsAgainAtEachProgress) {
   for (PollStep each : {PollStep::kProgress, PollStep::kNothing}) {
     int calls = 0;
     const bool done = PollFor(1'000'000, [&] {
@@ -57,11 +65,12 @@ TEST(PollForTest, TheBudgetStartsAgainAtEachProgress) {
 // At most PollSlots() threads poll at once; one more returns false at once without polling,
 // and polls again once a slot is free. (The pollers report progress while they wait: they
 // never yield, so they hold their slots until released.)
-TEST(PollForTest, AtMostPollSlotsThreadsPollAtOnce) {
+TEST_F(PollForTest, AtMostPollSlotsThreadsPollAtOnce) {
   const int slots = PollSlots();
   ASSERT_GE(slots, 1);
   std::atomic<bool> release{false};
   std::atomic<int> polling{0};
+  std::atomic<int> ended{0};
   std::vector<std::thread> pollers;
   std::vector<char> results(static_cast<size_t>(slots), 0);
   for (int i = 0; i < slots; ++i) {
@@ -72,9 +81,15 @@ TEST(PollForTest, AtMostPollSlotsThreadsPollAtOnce) {
         counted = true;
         return release.load() ? PollStep::kDone : PollStep::kProgress;
       });
+      ended.fetch_add(1);
     });
   }
-  while (polling.load() < slots) std::this_thread::yield();
+  while (polling.load() < slots && ended.load() == 0) std::this_thread::yield();
+  if (polling.load() != slots) {
+    release.store(true);
+    for (std::thread& t : pollers) t.join();
+    FAIL() << "a poller did not get a slot";
+  }
   int calls = 0;
   EXPECT_FALSE(PollFor(60'000'000'000, [&] { return ++calls, PollStep::kDone; }));
   EXPECT_EQ(calls, 0);
@@ -87,7 +102,7 @@ TEST(PollForTest, AtMostPollSlotsThreadsPollAtOnce) {
 
 // A poller that shares its CPU with a busy thread stops at the first yield that ran it, long
 // before its budget: polling never takes a CPU from other work.
-TEST(PollForTest, StopsWhenAYieldRanAnotherThread) {
+TEST_F(PollForTest, StopsWhenAYieldRanAnotherThread) {
   cpu_set_t saved;
   ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
   int cpu = 0;
@@ -113,6 +128,15 @@ TEST(PollForTest, StopsWhenAYieldRanAnotherThread) {
   EXPECT_FALSE(done);
   EXPECT_GE(calls, 1);
   EXPECT_LT(took, std::chrono::seconds(10)) << calls << " polls";
+}
+
+TEST(PollForLoadTest, ReadsTheRunnableCountOfLoadavg) {
+  EXPECT_EQ(RunnableInLoadavg("0.50 0.40 0.30 3/180 12345\n"), 3);
+  EXPECT_EQ(RunnableInLoadavg("12.00 8.10 4.00 17/2048 99"), 17);
+  EXPECT_EQ(RunnableInLoadavg(""), -1);
+  EXPECT_EQ(RunnableInLoadavg("0.50 0.40 0.30"), -1);
+  EXPECT_EQ(RunnableInLoadavg("0.50 0.40 0.30 x/180 1"), -1);
+  EXPECT_EQ(RunnableInLoadavg("0.50 0.40 0.30 3"), -1);
 }
 
 }  // namespace
