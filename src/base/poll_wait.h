@@ -26,6 +26,11 @@
 
 namespace folio {
 
+// poll_us of the mounts and server connections that poll (-o poll_us, --poll-us, the Redis and
+// PostgreSQL URLs): the default, and the largest value accepted.
+inline constexpr uint32_t kDefaultPollUs = 200;
+inline constexpr uint32_t kMaxPollUs = 100000;
+
 enum class PollStep {
   kDone,      // what the caller waits for is there: stop, PollFor returns true
   kProgress,  // part of it came: the budget starts again

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "base/poll_wait.h"
 #include "folio/status.h"
 #include "fuse/filesystem.h"
 #include "fuse/mount_point.h"
@@ -54,7 +55,7 @@ struct MountOptions {
   // How long the reading thread polls /dev/fuse for the next request (base/poll_wait.h)
   // before it blocks in read: a thread that slept is woken ~50 us after the request came on
   // this project's test machine (docs/fs.md, "Polling for the next request"). 0: never polls.
-  uint32_t poll_us = 200;
+  uint32_t poll_us = kDefaultPollUs;
 };
 
 class FuseServer {

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cstring>
+#include <functional>
 #include <optional>
 
 #include "base/poll_wait.h"
@@ -23,6 +24,24 @@ std::string OneLine(std::string s) {
     if (c == '\n') c = ' ';
   }
   return s;
+}
+
+// The URL without the query parameters (KEY=VALUE) that drop says to take out; the others stay
+// in their order.
+std::string DropQueryParams(std::string_view url,
+                            const std::function<bool(std::string_view kv)>& drop) {
+  const size_t q = url.find('?');
+  if (q == std::string_view::npos) return std::string(url);
+  std::string kept;
+  std::string_view rest = url.substr(q + 1);
+  while (!rest.empty()) {
+    const size_t amp = rest.find('&');
+    const std::string_view kv = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    if (drop(kv)) continue;
+    kept += (kept.empty() ? "" : "&") + std::string(kv);
+  }
+  return std::string(url.substr(0, q)) + (kept.empty() ? "" : "?" + kept);
 }
 
 }  // namespace
@@ -54,47 +73,28 @@ std::string PgDisplayUrl(std::string_view url) {
       if (colon != std::string::npos && colon < at) s.erase(colon, at - colon);
     }
   }
-  // password=... among the parameters
-  const size_t q = s.find('?');
-  if (q != std::string::npos) {
-    std::string kept;
-    std::string_view rest = std::string_view(s).substr(q + 1);
-    while (!rest.empty()) {
-      const size_t amp = rest.find('&');
-      const std::string_view kv = rest.substr(0, amp);
-      rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
-      if (kv.starts_with("password=")) continue;
-      kept += (kept.empty() ? "" : "&") + std::string(kv);
-    }
-    s = s.substr(0, q) + (kept.empty() ? "" : "?" + kept);
-  }
-  return s;
+  return DropQueryParams(s, [](std::string_view kv) { return kv.starts_with("password="); });
 }
 
 Result<int> TakePgPollUs(std::string* url) {
-  const size_t q = url->find('?');
-  if (q == std::string::npos) return 200;
-  int poll_us = 200;
-  std::string kept;
-  std::string_view rest = std::string_view(*url).substr(q + 1);
-  while (!rest.empty()) {
-    const size_t amp = rest.find('&');
-    const std::string_view kv = rest.substr(0, amp);
-    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
-    if (kv.starts_with("poll_us=")) {
-      const std::string_view v = kv.substr(8);
-      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), poll_us);
-      if (v.empty() || ec != std::errc() || p != v.data() + v.size() || poll_us < 0 ||
-          poll_us > 100000) {
-        return Status::InvalidArgument(fmt::format(
-            "'{}': poll_us '{}' is not 0..100000 (microseconds of polling for a reply)",
-            PgDisplayUrl(*url), v));
-      }
-      continue;
+  int poll_us = static_cast<int>(kDefaultPollUs);
+  std::optional<std::string> bad;
+  std::string without = DropQueryParams(*url, [&](std::string_view kv) {
+    if (!kv.starts_with("poll_us=")) return false;
+    const std::string_view v = kv.substr(8);
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), poll_us);
+    if (v.empty() || ec != std::errc() || p != v.data() + v.size() || poll_us < 0 ||
+        poll_us > static_cast<int>(kMaxPollUs)) {
+      bad = std::string(v);
     }
-    kept += (kept.empty() ? "" : "&") + std::string(kv);
+    return true;
+  });
+  if (bad) {
+    return Status::InvalidArgument(fmt::format(
+        "'{}': poll_us '{}' is not 0..{} (microseconds of polling for a reply)",
+        PgDisplayUrl(*url), *bad, kMaxPollUs));
   }
-  *url = url->substr(0, q) + (kept.empty() ? "" : "?" + kept);
+  *url = std::move(without);
   return poll_us;
 }
 

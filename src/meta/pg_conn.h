@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/poll_wait.h"
 #include "folio/status.h"
 
 namespace folio::meta {
@@ -66,7 +67,8 @@ class PgConn {
   // its socket (base/poll_wait.h) for up to poll_us before libpq blocks, as RedisConn does
   // (0: never). Errors: IOError naming `display` (the URL without its password).
   static Result<std::unique_ptr<PgConn>> Open(const std::string& conninfo,
-                                              const std::string& display, int poll_us = 200);
+                                              const std::string& display,
+                                              int poll_us = static_cast<int>(kDefaultPollUs));
   ~PgConn() { PQfinish(conn_); }
   PgConn(const PgConn&) = delete;
   PgConn& operator=(const PgConn&) = delete;
@@ -139,8 +141,8 @@ class PgConn {
 // The URL without its password (userinfo and password= parameter), for messages.
 std::string PgDisplayUrl(std::string_view url);
 
-// Takes Folio's own parameter poll_us=N (0..100000, default 200: see PgConn::Open) out of a
-// postgres:// URL's query, which then goes to libpq as it is. Errors: InvalidArgument naming
+// Takes Folio's own parameter poll_us=N (0..kMaxPollUs, default kDefaultPollUs: see
+// PgConn::Open) out of a postgres:// URL's query, which then goes to libpq as it is. Errors: InvalidArgument naming
 // the value.
 Result<int> TakePgPollUs(std::string* url);
 

@@ -3,8 +3,8 @@
 //   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME][&poll_us=N]
 //
 // PORT defaults to 6379, DB to 0, prefix (the volume's key prefix, so several volumes share one
-// database; [A-Za-z0-9._-]{1,64}) to "folio", poll_us (below; 0..100000, 0: never poll) to
-// 200. USER and PASSWORD may be percent-encoded.
+// database; [A-Za-z0-9._-]{1,64}) to "folio", poll_us (below; 0..kMaxPollUs, 0: never poll)
+// to kDefaultPollUs (base/poll_wait.h). USER and PASSWORD may be percent-encoded.
 //
 // A connection sends commands in pipelines: Run(commands) writes them all, then reads one reply
 // each, so a batch costs one round trip. A connection that failed (reset, refused, timed out)
@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/poll_wait.h"
 #include "folio/status.h"
 
 namespace folio::meta {
@@ -40,7 +41,7 @@ struct RedisUrl {
   std::string user;      // empty: AUTH with the password only (or no AUTH)
   std::string password;  // empty: no AUTH
   std::string prefix = "folio";
-  int poll_us = 200;     // polling for a reply before blocking (see RedisConn)
+  int poll_us = static_cast<int>(kDefaultPollUs);  // polling for a reply (see RedisConn)
   // "redis://[user@]host:port/db?prefix=p" (never the password; poll_us is this client's, not
   // the volume's, so not named either).
   std::string Display() const;

@@ -82,6 +82,11 @@ Result<RedisReply> RedisKv::RunReads(const std::vector<std::string>& keys, Redis
   return std::move(replies.back());
 }
 
+bool RedisKv::Replaced(const std::string& key) const {
+  auto it = strings_.find(key);
+  return it != strings_.end() && (it->second.kind == StrOp::kSet || it->second.kind == StrOp::kDel);
+}
+
 std::string RedisKv::ReadId(const std::string& key, const std::optional<std::string>& field) {
   return field ? key + '\0' + *field : key;  // no key holds a NUL (prefixes are [A-Za-z0-9._-])
 }
@@ -95,10 +100,7 @@ Status RedisKv::Prefetch(const std::vector<Read>& reads) {
       }
     } else {
       if (fetched_.count(r.key) != 0) continue;
-      auto it = strings_.find(r.key);
-      if (it != strings_.end() && (it->second.kind == StrOp::kSet || it->second.kind == StrOp::kDel)) {
-        continue;  // written by this transaction: Get answers from the write
-      }
+      if (Replaced(r.key)) continue;  // written by this transaction: Get answers from the write
     }
     if (pending_ids_.insert(ReadId(r.key, r.field)).second) pending_.push_back(r);
   }
@@ -129,11 +131,8 @@ Result<std::optional<std::string>> RedisKv::Overlay(const std::string& key,
 }
 
 Result<std::optional<std::string>> RedisKv::Get(const std::string& key) {
-  auto it = strings_.find(key);
-  if (it != strings_.end() && (it->second.kind == StrOp::kSet || it->second.kind == StrOp::kDel)) {
-    return Overlay(key, std::nullopt);
-  }
-  if (pending_ids_.count(key) != 0) FOLIO_RETURN_IF_ERROR(FlushPending());
+  if (Replaced(key)) return Overlay(key, std::nullopt);
+  if (!pending_.empty() && pending_ids_.count(key) != 0) FOLIO_RETURN_IF_ERROR(FlushPending());
   if (auto f = fetched_.find(key); f != fetched_.end()) return Overlay(key, f->second);
   FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead({key}, {"GET", key}));
   if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) return BadReply("GET " + key, r.get());
@@ -155,9 +154,7 @@ Status RedisKv::MGetEach(const std::vector<std::string>& keys, bool watch,
   RedisCmd mget{"MGET"};
   std::vector<size_t> asked;
   for (size_t i = 0; i < keys.size(); ++i) {
-    auto it = strings_.find(keys[i]);
-    const bool written =
-        it != strings_.end() && (it->second.kind == StrOp::kSet || it->second.kind == StrOp::kDel);
+    const bool written = Replaced(keys[i]);
     auto f = written ? fetched_.end() : fetched_.find(keys[i]);
     if (written || f != fetched_.end()) {
       FOLIO_ASSIGN_OR_RETURN(std::optional<std::string> v,
@@ -223,7 +220,10 @@ Result<std::optional<std::string>> RedisKv::HGet(const std::string& key,
   if (auto h = hashes_.find(key); h != hashes_.end()) {
     if (auto f = h->second.find(field); f != h->second.end()) return f->second;
   }
-  if (pending_ids_.count(ReadId(key, field)) != 0) FOLIO_RETURN_IF_ERROR(FlushPending());
+  // (A read id is a string built for the lookup: only when something is pending.)
+  if (!pending_.empty() && pending_ids_.count(ReadId(key, field)) != 0) {
+    FOLIO_RETURN_IF_ERROR(FlushPending());
+  }
   if (auto f = fetched_fields_.find({key, field}); f != fetched_fields_.end()) return f->second;
   FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead({key}, {"HGET", key, field}));
   if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) return BadReply("HGET " + key, r.get());

@@ -111,6 +111,9 @@ class RedisKv {
   Status FlushPending();
   // WatchedRead's pipeline; read may be null (FlushPending: the reply is then null).
   Result<RedisReply> RunReads(const std::vector<std::string>& keys, RedisCmd* read);
+  // Whether this transaction set or deleted string `key` (its value is the write's, whatever the
+  // server holds).
+  bool Replaced(const std::string& key) const;
   // A read's identity in pending_ids_.
   static std::string ReadId(const std::string& key, const std::optional<std::string>& field);
   // Applies the overlay of a string key to what the server holds.

@@ -39,7 +39,7 @@ struct ExportArgs {
   bool daemon = false;
   std::string log;
   uint32_t threads = 16;
-  uint32_t poll_us = 200;
+  uint32_t poll_us = kDefaultPollUs;
   bool allow_other = false;
   bool debug = false;
   std::vector<std::string> specs;
@@ -111,9 +111,9 @@ Status BuildExportConfig(const ExportArgs& a, ExportConfig* c) {
     return Status::InvalidArgument("--threads " + std::to_string(a.threads) + ": use 1 to 256");
   }
   c->threads = a.threads;
-  if (a.poll_us > 100000) {
+  if (a.poll_us > kMaxPollUs) {
     return Status::InvalidArgument("--poll-us " + std::to_string(a.poll_us) +
-                                   ": use 0 (never poll) to 100000");
+                                   ": use 0 (never poll) to " + std::to_string(kMaxPollUs));
   }
   c->poll_us = a.poll_us;
   if (!a.log.empty() && !a.daemon) return Status::InvalidArgument("--log goes with --daemon");

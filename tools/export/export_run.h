@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/poll_wait.h"
 #include "export/export_volume.h"
 #include "folio/page_cache.h"
 
@@ -36,7 +37,7 @@ struct ExportConfig {
   bool daemon = false;
   std::string log_path;  // --daemon: where stderr goes
   uint32_t threads = 16;
-  uint32_t poll_us = 200;  // --poll-us (fuse::MountOptions::poll_us)
+  uint32_t poll_us = kDefaultPollUs;  // --poll-us (fuse::MountOptions::poll_us)
   bool allow_other = false;
   bool debug = false;
 };

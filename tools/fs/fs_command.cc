@@ -191,10 +191,11 @@ Status ApplyMountOptions(const std::vector<std::string>& groups, FsMountConfig* 
       } else if (key == "poll_us") {
         char* end = nullptr;
         const unsigned long v = std::strtoul(value.c_str(), &end, 10);
-        if (value.empty() || *end != '\0' || value[0] == '-' || v > 100000) {
-          return Status::InvalidArgument("-o " + o +
-                                         ": give microseconds from 0 (never poll) to 100000 "
-                                         "(e.g. poll_us=200)");
+        if (value.empty() || *end != '\0' || value[0] == '-' || v > kMaxPollUs) {
+          return Status::InvalidArgument(
+              "-o " + o + ": give microseconds from 0 (never poll) to " +
+              std::to_string(kMaxPollUs) + " (e.g. poll_us=" + std::to_string(kDefaultPollUs) +
+              ")");
         }
         c->poll_us = static_cast<uint32_t>(v);
       } else if (key == "entry_timeout" || key == "attr_timeout") {
