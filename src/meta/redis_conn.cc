@@ -172,6 +172,7 @@ Result<std::unique_ptr<RedisConn>> RedisConn::Open(const RedisUrl& url, int64_t 
   // Kept up to 1 MiB. (Alone this made no difference the bench could show; the
   // malloc_consolidate in a readdir's profile comes from its large vectors, not from here.)
   ctx->reader->maxbuf = size_t{1} << 20;
+  ctx->reader->fn = RedisReplyFunctions();  // no reply has been read yet
   std::unique_ptr<RedisConn> conn(new RedisConn(ctx, display, NewConnectionId(), url.poll_us));
   if (!url.password.empty()) {
     RedisCmd auth = url.user.empty() ? RedisCmd{"AUTH", url.password}
