@@ -149,9 +149,11 @@ Result<std::vector<std::optional<std::string>>> RedisKv::MGet(
   return out;
 }
 
-Status RedisKv::MGetEach(const std::vector<std::string>& keys, bool watch,
+Status RedisKv::MGetEach(std::vector<std::string> keys, bool watch,
                          const std::function<Status(size_t, std::optional<std::string_view>)>& fn) {
-  RedisCmd mget{"MGET"};
+  RedisCmd mget;
+  mget.reserve(keys.size() + 1);
+  mget.emplace_back("MGET");
   std::vector<size_t> asked;
   for (size_t i = 0; i < keys.size(); ++i) {
     const bool written = Replaced(keys[i]);
@@ -162,19 +164,22 @@ Status RedisKv::MGetEach(const std::vector<std::string>& keys, bool watch,
       FOLIO_RETURN_IF_ERROR(v ? fn(i, std::string_view(*v)) : fn(i, std::nullopt));
       continue;
     }
-    mget.push_back(keys[i]);
+    mget.push_back(std::move(keys[i]));  // the keys go out as they are (a listing's thousand)
     asked.push_back(i);
   }
   if (asked.empty()) return Status::OK();
   std::vector<std::string> watched;
   if (watch) watched.assign(mget.begin() + 1, mget.end());
+  // An append or increment of this transaction applies on top of what the server holds.
+  std::vector<std::string> overlaid;
+  if (!strings_.empty()) overlaid.assign(mget.begin() + 1, mget.end());
   FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead(watched, std::move(mget)));
   if (r->type != REDIS_REPLY_ARRAY || r->elements != asked.size()) return BadReply("MGET", r.get());
   for (size_t j = 0; j < asked.size(); ++j) {
     const size_t i = asked[j];
     const redisReply* e = r->element[j];
-    if (strings_.count(keys[i]) != 0) {  // an append or increment of this transaction on top
-      FOLIO_ASSIGN_OR_RETURN(std::optional<std::string> v, Overlay(keys[i], BulkOrNil(e)));
+    if (!overlaid.empty() && strings_.count(overlaid[j]) != 0) {
+      FOLIO_ASSIGN_OR_RETURN(std::optional<std::string> v, Overlay(overlaid[j], BulkOrNil(e)));
       FOLIO_RETURN_IF_ERROR(v ? fn(i, std::string_view(*v)) : fn(i, std::nullopt));
       continue;
     }

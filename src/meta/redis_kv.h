@@ -57,8 +57,9 @@ class RedisKv {
   Result<std::vector<std::optional<std::string>>> MGet(const std::vector<std::string>& keys,
                                                        bool watch = true);
   // The same, handing each value to fn(index, value) (nullopt where absent) without copying it
-  // out of the reply; fn's first error stops it and is returned.
-  Status MGetEach(const std::vector<std::string>& keys, bool watch,
+  // out of the reply; fn's first error stops it and is returned. The keys are moved into the
+  // command.
+  Status MGetEach(std::vector<std::string> keys, bool watch,
                   const std::function<Status(size_t, std::optional<std::string_view>)>& fn);
   void Set(const std::string& key, std::string value);
   void Del(const std::string& key);

@@ -154,12 +154,13 @@ Result<std::vector<std::optional<Inode>>> RedisTxn::GetInodes(std::span<const In
   // each is read whole, as it was at some moment of the transaction, not in its snapshot.
   const bool watch = mode_ == TxnMode::kWrite || keys.size() <= kWatchedGetInodesMax;
   std::vector<std::optional<Inode>> out(inos.size());
-  FOLIO_RETURN_IF_ERROR(kv_.MGetEach(keys, watch, [&](size_t i, std::optional<std::string_view> v) {
+  FOLIO_RETURN_IF_ERROR(kv_.MGetEach(std::move(keys), watch,
+                                     [&](size_t i, std::optional<std::string_view> v) {
     if (!v) return Status::OK();
     out[i] = DecodeInode(inos[i], *v);
     if (!out[i]) {
-      return Bad(keys[i], fmt::format("inode {}: a record of {} bytes that does not decode",
-                                      Raw(inos[i]), v->size()));
+      return Bad(k_.Inode(inos[i]), fmt::format("inode {}: a record of {} bytes that does not decode",
+                                                Raw(inos[i]), v->size()));
     }
     return Status::OK();
   }));
