@@ -76,6 +76,7 @@ nlohmann::ordered_json FileSystem::StatsJson() const {
   metaj["checkpoints"] = ms.checkpoints;
   metaj["wal_restarts"] = ms.wal_restarts;
   metaj["wal_frames"] = ms.wal_frames;
+  metaj["round_trips"] = ms.round_trips;
   // The record cache (FsOptions::meta_cache): read transactions it answered alone are not in
   // "ops" above, which counts what the engine ran.
   nlohmann::ordered_json cachej;

@@ -216,6 +216,8 @@ struct MetaStats {
   // SQLite: times the WAL was written from its start again; its frames at the last commit.
   uint64_t wal_restarts = 0;
   uint64_t wal_frames = 0;
+  // Redis: pipelines sent to the server (each one round trip); 0 for other engines.
+  uint64_t round_trips = 0;
 
   // Transactions of `op` so far (0 when it never ran).
   uint64_t Count(std::string_view op) const {

@@ -246,6 +246,7 @@ Result<std::vector<RedisReply>> RedisConn::Run(const std::vector<RedisCmd>& cmds
   for (int done = 0; done == 0;) {
     if (redisBufferWrite(ctx_, &done) != REDIS_OK) return Fail("sending");
   }
+  if (round_trips_ != nullptr) round_trips_->fetch_add(1, std::memory_order_relaxed);
   std::vector<RedisReply> out;
   out.reserve(cmds.size());
   for (size_t i = 0; i < cmds.size() + (unwatch ? 1 : 0); ++i) {

@@ -23,6 +23,7 @@
 #include <hiredis/hiredis.h>
 #include <hiredis/read.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -90,6 +91,8 @@ class RedisConn {
   const std::string& display() const { return display_; }
   // A unique id of this connection (the in-doubt commit marker's key, see redis_engine.cc).
   uint64_t id() const { return id_; }
+  // Counts every pipeline sent (a round trip) into *counter from now on (null: none).
+  void set_round_trip_counter(std::atomic<uint64_t>* counter) { round_trips_ = counter; }
   // UNWATCH goes out before the next pipeline's commands (its reply is dropped): a read
   // transaction that watched keys and ended without EXEC leaves this set.
   void set_unwatch_pending() { unwatch_pending_ = true; }
@@ -108,6 +111,7 @@ class RedisConn {
   int64_t poll_ns_;
   bool broken_ = false;
   bool unwatch_pending_ = false;
+  std::atomic<uint64_t>* round_trips_ = nullptr;
 };
 
 // SCANs the keys matching the glob `pattern` and hands them to `batch` a page at a time, until

@@ -37,6 +37,7 @@ class RedisEngine final : public MetaEngine {
     MetaStats s;
     s.ops = ops_.Snapshot();
     s.commits = commits_.load(std::memory_order_relaxed);
+    s.round_trips = round_trips_.load(std::memory_order_relaxed);
     return s;
   }
   std::string url() const override { return display_; }
@@ -65,8 +66,12 @@ class RedisEngine final : public MetaEngine {
   Status CheckServer(RedisConn& conn);
   // Whether the schema marker is there (sets ready_); NotSupported for a newer version.
   Result<bool> ProbeSchema(RedisConn& conn);
+  // One run of fn and its commit or validation. early_validation: a read may carry the
+  // validation (RedisKv::MGetEach); *read_on is set when one did and fn read on after it (run
+  // again without).
   AttemptOutcome Attempt(RedisConn& conn, TxnMode mode, const std::function<Status(Txn&)>& fn,
-                         Status* result, uint64_t* commit_seq);
+                         bool early_validation, Status* result, uint64_t* commit_seq,
+                         bool* read_on);
   AttemptOutcome Commit(RedisConn& conn, RedisKv& kv, Status* result, uint64_t* commit_seq);
   // After a connection failed with EXEC sent: did the server apply commit `seq` of `conn_id`?
   Result<bool> CommittedInDoubt(uint64_t conn_id, uint64_t seq, SteadyClock::time_point deadline);
@@ -90,6 +95,7 @@ class RedisEngine final : public MetaEngine {
 
   OpStatsTable ops_;
   std::atomic<uint64_t> commits_{0};
+  std::atomic<uint64_t> round_trips_{0};
   std::atomic<uint64_t> commit_attempts_{0};
   std::atomic<uint64_t> commit_seq_{0};
   std::mutex init_mu_;
@@ -107,6 +113,7 @@ Result<RedisEngine::Lease> RedisEngine::Acquire() {
     }
   }
   FOLIO_ASSIGN_OR_RETURN(auto c, RedisConn::Open(url_, kCommandTimeoutMs));
+  c->set_round_trip_counter(&round_trips_);
   return Lease(this, std::move(c));
 }
 
@@ -206,6 +213,8 @@ Status RedisEngine::Transact(std::string_view op, TxnMode mode,
   }
   const auto reconnect_deadline = DeadlineAfterMs(options_.reconnect_timeout_ms);
   int conflicts = 0;
+  // A read carrying the validation (RedisKv::MGetEach) until an attempt read on after it.
+  bool early_validation = mode == TxnMode::kRead;
   for (int attempt = 0;; ++attempt) {
     auto conn = AcquireUntil(reconnect_deadline);
     if (!conn.ok()) return timer.Finish(conn.status());
@@ -221,9 +230,17 @@ Status RedisEngine::Transact(std::string_view op, TxnMode mode,
     }
     Status result;
     uint64_t seq = 0;
-    AttemptOutcome o = (*conn)->broken() ? AttemptOutcome::kLostConnection
-                                         : Attempt(**conn, mode, fn, &result, &seq);
+    bool read_on = false;
+    AttemptOutcome o =
+        (*conn)->broken()
+            ? AttemptOutcome::kLostConnection
+            : Attempt(**conn, mode, fn, early_validation, &result, &seq, &read_on);
     if (o == AttemptOutcome::kDone) return timer.Finish(std::move(result));
+    if (read_on) {  // not one snapshot: again at once, validated at the end
+      early_validation = false;
+      timer.Retry();
+      continue;
+    }
     if (o == AttemptOutcome::kLostConnection) {
       const uint64_t conn_id = (*conn)->id();
       if (seq != 0) {  // EXEC went out: learn whether it was applied
@@ -252,15 +269,26 @@ Status RedisEngine::Transact(std::string_view op, TxnMode mode,
 }
 
 AttemptOutcome RedisEngine::Attempt(RedisConn& conn, TxnMode mode,
-                                    const std::function<Status(Txn&)>& fn, Status* result,
-                                    uint64_t* commit_seq) {
-  RedisKv kv(conn, display_);
+                                    const std::function<Status(Txn&)>& fn,
+                                    bool early_validation, Status* result, uint64_t* commit_seq,
+                                    bool* read_on) {
+  RedisKv kv(conn, display_, early_validation && mode == TxnMode::kRead);
   RedisTxn txn(kv, keys_, mode, display_, conn);
   {
     InFnGuard in_fn(this);
     *result = fn(txn);
   }
   if (conn.broken()) return AttemptOutcome::kLostConnection;  // fn saw an IOError: nothing was sent
+  if (kv.validated_early()) {
+    // A read carried the validation (kRead only, so there are no writes): what fn returns
+    // stands if that EXEC went through and nothing was read after it.
+    if (kv.watched_any()) conn.set_unwatch_pending();
+    if (kv.read_after_validation()) {
+      *read_on = true;
+      return AttemptOutcome::kConflict;
+    }
+    return kv.early_conflict() ? AttemptOutcome::kConflict : AttemptOutcome::kDone;
+  }
   std::vector<RedisCmd> writes = kv.WriteCommands();
   if ((!result->ok() || writes.empty()) && kv.server_reads() <= 1) {
     if (kv.watched_any()) conn.set_unwatch_pending();

@@ -38,13 +38,20 @@ std::optional<std::string> BulkOrNil(const redisReply* r) {
 
 }  // namespace
 
-Result<RedisReply> RedisKv::WatchedRead(const std::vector<std::string>& keys, RedisCmd read) {
-  return RunReads(keys, &read);
+Result<RedisReply> RedisKv::WatchedRead(const std::vector<std::string>& keys, RedisCmd read,
+                                         bool validate) {
+  return RunReads(keys, &read, validate);
 }
 
-Status RedisKv::FlushPending() { return RunReads({}, nullptr).status(); }
+Status RedisKv::FlushPending() { return RunReads({}, nullptr, false).status(); }
 
-Result<RedisReply> RedisKv::RunReads(const std::vector<std::string>& keys, RedisCmd* read) {
+Result<RedisReply> RedisKv::RunReads(const std::vector<std::string>& keys, RedisCmd* read,
+                                      bool validate) {
+  if (validated_early_ && (!keys.empty() || !pending_.empty())) read_after_validation_ = true;
+  // The reads so far are validated with this one only when it watches nothing and something
+  // was watched (else there is nothing to validate, or this read would need it too).
+  validate = validate && early_validation_ && keys.empty() && read != nullptr &&
+             (!watched_.empty() || !pending_.empty());
   std::vector<RedisCmd> cmds;
   RedisCmd watch{"WATCH"};
   for (const std::string& k : keys) {
@@ -58,6 +65,10 @@ Result<RedisReply> RedisKv::RunReads(const std::vector<std::string>& keys, Redis
   for (const Read& p : pending_) {
     cmds.push_back(p.field ? RedisCmd{"HGET", p.key, *p.field} : RedisCmd{"GET", p.key});
   }
+  if (validate) {
+    cmds.push_back({"MULTI"});
+    cmds.push_back({"EXEC"});
+  }
   if (read != nullptr) cmds.push_back(std::move(*read));
   std::vector<Read> asked = std::move(pending_);
   pending_.clear();
@@ -66,6 +77,17 @@ Result<RedisReply> RedisKv::RunReads(const std::vector<std::string>& keys, Redis
   FOLIO_ASSIGN_OR_RETURN(std::vector<RedisReply> replies, conn_.Run(cmds));
   server_reads_ += static_cast<int>(asked.size()) + (read != nullptr ? 1 : 0);
   if (first == 1 && IsError(replies[0].get())) return BadReply("WATCH", replies[0].get());
+  if (validate) {
+    // EXEC of the empty MULTI: nil when a watched key changed. Either way nothing is watched
+    // any more.
+    const redisReply* exec = replies[first + asked.size() + 1].get();
+    if (exec->type != REDIS_REPLY_NIL && exec->type != REDIS_REPLY_ARRAY) {
+      return BadReply("EXEC", exec);
+    }
+    watched_.clear();
+    validated_early_ = true;
+    if (exec->type == REDIS_REPLY_NIL) early_conflict_ = true;
+  }
   for (size_t i = 0; i < asked.size(); ++i) {
     const redisReply* r = replies[first + i].get();
     const Read& q = asked[i];
@@ -150,7 +172,8 @@ Result<std::vector<std::optional<std::string>>> RedisKv::MGet(
 }
 
 Status RedisKv::MGetEach(std::vector<std::string> keys, bool watch,
-                         const std::function<Status(size_t, std::optional<std::string_view>)>& fn) {
+                         const std::function<Status(size_t, std::optional<std::string_view>)>& fn,
+                         bool validate) {
   RedisCmd mget;
   mget.reserve(keys.size() + 1);
   mget.emplace_back("MGET");
@@ -173,7 +196,7 @@ Status RedisKv::MGetEach(std::vector<std::string> keys, bool watch,
   // An append or increment of this transaction applies on top of what the server holds.
   std::vector<std::string> overlaid;
   if (!strings_.empty()) overlaid.assign(mget.begin() + 1, mget.end());
-  FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead(watched, std::move(mget)));
+  FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead(watched, std::move(mget), validate));
   if (r->type != REDIS_REPLY_ARRAY || r->elements != asked.size()) return BadReply("MGET", r.get());
   for (size_t j = 0; j < asked.size(); ++j) {
     const size_t i = asked[j];

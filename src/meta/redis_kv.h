@@ -33,7 +33,10 @@ namespace folio::meta {
 
 class RedisKv {
  public:
-  RedisKv(RedisConn& conn, std::string_view url) : conn_(conn), url_(url) {}
+  // early_validation: a read may carry the validation of the reads before it (MGetEach's
+  // `validate`); only for a kRead transaction, whose engine then honours validated_early().
+  RedisKv(RedisConn& conn, std::string_view url, bool early_validation = false)
+      : conn_(conn), url_(url), early_validation_(early_validation) {}
 
   // Reads ahead values the transaction is about to read: they go out (WATCH, then a GET or
   // HGET each) in the pipeline of the next read this transaction makes, or on their own when
@@ -59,8 +62,17 @@ class RedisKv {
   // The same, handing each value to fn(index, value) (nullopt where absent) without copying it
   // out of the reply; fn's first error stops it and is returned. The keys are moved into the
   // command.
+  //
+  // validate (with watch = false, and early_validation): the MGET goes out behind an empty
+  // MULTI / EXEC in its pipeline, which validates every read before it, saving the round trip
+  // of the validation at the end of a read transaction whose last read this is (a listing's
+  // attributes). The reads before it then hold at the EXEC, the MGET's values are each read
+  // whole at some moment of the transaction (as unwatched reads always are), and nothing is
+  // watched any more: a watched read after it (read_after_validation) would no longer be in
+  // one snapshot with them, so the engine runs such a transaction again without this.
   Status MGetEach(std::vector<std::string> keys, bool watch,
-                  const std::function<Status(size_t, std::optional<std::string_view>)>& fn);
+                  const std::function<Status(size_t, std::optional<std::string_view>)>& fn,
+                  bool validate = false);
   void Set(const std::string& key, std::string value);
   void Del(const std::string& key);
   void Append(const std::string& key, std::string_view suffix);
@@ -89,6 +101,11 @@ class RedisKv {
   // by an empty MULTI / EXEC, see redis_engine.cc).
   int server_reads() const { return server_reads_; }
   bool watched_any() const { return !watched_.empty(); }
+  // A read carried the validation (MGetEach's validate); whether that EXEC found a watched key
+  // changed; whether a read watched keys after it.
+  bool validated_early() const { return validated_early_; }
+  bool early_conflict() const { return early_conflict_; }
+  bool read_after_validation() const { return read_after_validation_; }
 
  private:
   struct StrOp {
@@ -106,12 +123,14 @@ class RedisKv {
                                                   const std::vector<std::string>& watch,
                                                   std::string_view after, size_t limit);
   // Runs `read` after WATCHing the keys not watched yet, in one pipeline with the pending
-  // reads ahead (Prefetch); returns its reply.
-  Result<RedisReply> WatchedRead(const std::vector<std::string>& keys, RedisCmd read);
+  // reads ahead (Prefetch), behind an empty MULTI / EXEC when `validate` (see MGetEach);
+  // returns its reply.
+  Result<RedisReply> WatchedRead(const std::vector<std::string>& keys, RedisCmd read,
+                                 bool validate = false);
   // The pending reads ahead alone, in one pipeline.
   Status FlushPending();
   // WatchedRead's pipeline; read may be null (FlushPending: the reply is then null).
-  Result<RedisReply> RunReads(const std::vector<std::string>& keys, RedisCmd* read);
+  Result<RedisReply> RunReads(const std::vector<std::string>& keys, RedisCmd* read, bool validate);
   // Whether this transaction set or deleted string `key` (its value is the write's, whatever the
   // server holds).
   bool Replaced(const std::string& key) const;
@@ -136,8 +155,12 @@ class RedisKv {
 
   RedisConn& conn_;
   std::string url_;
+  const bool early_validation_;
   std::set<std::string> watched_;
   int server_reads_ = 0;
+  bool validated_early_ = false;
+  bool early_conflict_ = false;
+  bool read_after_validation_ = false;
   // Reads ahead not sent yet (Prefetch), and their ReadIds.
   std::vector<Read> pending_;
   std::set<std::string> pending_ids_;

@@ -154,6 +154,8 @@ Result<std::vector<std::optional<Inode>>> RedisTxn::GetInodes(std::span<const In
   // each is read whole, as it was at some moment of the transaction, not in its snapshot.
   const bool watch = mode_ == TxnMode::kWrite || keys.size() <= kWatchedGetInodesMax;
   std::vector<std::optional<Inode>> out(inos.size());
+  // Unwatched, it carries the validation of the reads before it (the last read of a listing
+  // with attributes: RedisKv::MGetEach).
   FOLIO_RETURN_IF_ERROR(kv_.MGetEach(std::move(keys), watch,
                                      [&](size_t i, std::optional<std::string_view> v) {
     if (!v) return Status::OK();
@@ -163,7 +165,7 @@ Result<std::vector<std::optional<Inode>>> RedisTxn::GetInodes(std::span<const In
                                                 Raw(inos[i]), v->size()));
     }
     return Status::OK();
-  }));
+  }, /*validate=*/!watch));
   return out;
 }
 
