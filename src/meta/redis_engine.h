@@ -10,7 +10,10 @@
 //     MULTI, writes..., SET <prefix>:tx:<connection> <seq>, EXEC: one round trip. EXEC
 //     refused (a watched key changed) re-runs fn with jittered backoff, up to max_retries.
 //   - A kRead transaction that made more than one read is validated by an empty MULTI / EXEC
-//     (a snapshot without server snapshots); one read is atomic by itself.
+//     (a snapshot without server snapshots); one read is atomic by itself. The validation
+//     rides in the pipeline of the listing's unwatched MGET of its inodes when that is the
+//     last read (RedisKv::MGetEach's validate; an attempt that reads on after it runs again,
+//     validated at its end).
 //   - Lost connections: a transaction whose connection fails before EXEC went out re-runs on a
 //     new connection with backoff, for up to reconnect_timeout_ms. When the connection fails
 //     after EXEC went out, the commit marker written inside the MULTI tells, once reconnected,
