@@ -40,7 +40,8 @@ constexpr size_t kRootOffset = Align(sizeof(RootHead));
 char* Data(BlockHead* b) { return reinterpret_cast<char*>(b + 1); }
 
 // Large blocks freed by this thread, kept for its next replies: a 1000-entry listing needs
-// ~130 KiB of objects per reply, which glibc would otherwise map and fault in afresh.
+// ~130 KiB of objects per reply, which glibc would otherwise map and fault in afresh. At most
+// kCachedBlocks of at most kMaxGrownBlock each.
 struct BlockCache {
   BlockHead* blocks[kCachedBlocks] = {};
   bool gone = false;  // the thread is exiting: a reply freed from here on frees its blocks
@@ -55,7 +56,9 @@ struct BlockCache {
     return nullptr;
   }
   bool Keep(BlockHead* b) {
-    if (gone || b->cap < kCachedMinBytes) return false;
+    // Only grown blocks: one made to the size of a single large element is freed, so a thread
+    // keeps at most kCachedBlocks MiB.
+    if (gone || b->cap < kCachedMinBytes || b->cap > kMaxGrownBlock) return false;
     for (BlockHead*& slot : blocks) {
       if (slot == nullptr) {
         slot = b;
