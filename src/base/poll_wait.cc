@@ -91,6 +91,15 @@ int RunnableInLoadavg(std::string_view text) {
   return runnable;
 }
 
+std::optional<uint32_t> ParsePollUs(std::string_view text) {
+  uint32_t v = 0;
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || p != text.data() + text.size() || v > kMaxPollUs) {
+    return std::nullopt;
+  }
+  return v;
+}
+
 void SetPollLoadCheck(bool on) { g_load_check.store(on, std::memory_order_relaxed); }
 
 int PollSlots() {

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string_view>
 
 namespace folio {
@@ -30,6 +31,9 @@ namespace folio {
 // PostgreSQL URLs): the default, and the largest value accepted.
 inline constexpr uint32_t kDefaultPollUs = 200;
 inline constexpr uint32_t kMaxPollUs = 100000;
+
+// A poll_us value: decimal digits only, 0..kMaxPollUs; nullopt otherwise.
+std::optional<uint32_t> ParsePollUs(std::string_view text);
 
 enum class PollStep {
   kDone,      // what the caller waits for is there: stop, PollFor returns true

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -128,6 +129,16 @@ TEST_F(PollForTest, StopsWhenAYieldRanAnotherThread) {
   EXPECT_FALSE(done);
   EXPECT_GE(calls, 1);
   EXPECT_LT(took, std::chrono::seconds(10)) << calls << " polls";
+}
+
+TEST(PollUsTest, ParsesDecimalMicrosecondsUpToTheMaximum) {
+  EXPECT_EQ(ParsePollUs("0"), 0u);
+  EXPECT_EQ(ParsePollUs("200"), 200u);
+  EXPECT_EQ(ParsePollUs(std::to_string(kMaxPollUs)), kMaxPollUs);
+  EXPECT_EQ(ParsePollUs(std::to_string(kMaxPollUs + 1)), std::nullopt);
+  for (const char* bad : {"", "-1", "+5", " 5", "5 ", "5us", "0x10", "99999999999999999999"}) {
+    EXPECT_EQ(ParsePollUs(bad), std::nullopt) << "'" << bad << "'";
+  }
 }
 
 TEST(PollForLoadTest, ReadsTheRunnableCountOfLoadavg) {

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -82,9 +81,9 @@ Result<int> TakePgPollUs(std::string* url) {
   std::string without = DropQueryParams(*url, [&](std::string_view kv) {
     if (!kv.starts_with("poll_us=")) return false;
     const std::string_view v = kv.substr(8);
-    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), poll_us);
-    if (v.empty() || ec != std::errc() || p != v.data() + v.size() || poll_us < 0 ||
-        poll_us > static_cast<int>(kMaxPollUs)) {
+    if (const std::optional<uint32_t> parsed = ParsePollUs(v)) {
+      poll_us = static_cast<int>(*parsed);
+    } else {
       bad = std::string(v);
     }
     return true;

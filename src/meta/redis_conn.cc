@@ -112,9 +112,9 @@ Result<RedisUrl> ParseRedisUrl(std::string_view url) {
       const std::string_view kv = query.substr(0, amp);
       query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
       if (kv.starts_with("poll_us=")) {
-        if (!ParseInt(kv.substr(8), 0, static_cast<int>(kMaxPollUs), &u.poll_us)) {
-          return bad(fmt::format("poll_us '{}' is not 0..{}", kv.substr(8), kMaxPollUs));
-        }
+        const std::optional<uint32_t> poll_us = ParsePollUs(kv.substr(8));
+        if (!poll_us) return bad(fmt::format("poll_us '{}' is not 0..{}", kv.substr(8), kMaxPollUs));
+        u.poll_us = static_cast<int>(*poll_us);
         continue;
       }
       if (!kv.starts_with("prefix=")) return bad(fmt::format("unknown parameter '{}'", kv));

@@ -191,18 +191,20 @@ Status RedisKv::MGetEach(std::vector<std::string> keys, bool watch,
     asked.push_back(i);
   }
   if (asked.empty()) return Status::OK();
-  std::vector<std::string> watched;
-  if (watch) watched.assign(mget.begin() + 1, mget.end());
-  // An append or increment of this transaction applies on top of what the server holds.
-  std::vector<std::string> overlaid;
-  if (!strings_.empty()) overlaid.assign(mget.begin() + 1, mget.end());
-  FOLIO_ASSIGN_OR_RETURN(RedisReply r, WatchedRead(watched, std::move(mget), validate));
+  // The keys asked, kept past the command when they are watched, or when an append or
+  // increment of this transaction may apply on top of what the server holds.
+  const bool overlaid = !strings_.empty();
+  std::vector<std::string> sent;
+  if (watch || overlaid) sent.assign(mget.begin() + 1, mget.end());
+  FOLIO_ASSIGN_OR_RETURN(RedisReply r,
+                         WatchedRead(watch ? sent : std::vector<std::string>(), std::move(mget),
+                                     validate));
   if (r->type != REDIS_REPLY_ARRAY || r->elements != asked.size()) return BadReply("MGET", r.get());
   for (size_t j = 0; j < asked.size(); ++j) {
     const size_t i = asked[j];
     const redisReply* e = r->element[j];
-    if (!overlaid.empty() && strings_.count(overlaid[j]) != 0) {
-      FOLIO_ASSIGN_OR_RETURN(std::optional<std::string> v, Overlay(overlaid[j], BulkOrNil(e)));
+    if (overlaid && strings_.count(sent[j]) != 0) {
+      FOLIO_ASSIGN_OR_RETURN(std::optional<std::string> v, Overlay(sent[j], BulkOrNil(e)));
       FOLIO_RETURN_IF_ERROR(v ? fn(i, std::string_view(*v)) : fn(i, std::nullopt));
       continue;
     }

@@ -206,7 +206,8 @@ Command AddExportCommand(CLI::App& root) {
   sub->add_option("--threads", a->threads, "FUSE worker threads (default 16)");
   sub->add_option("--poll-us", a->poll_us,
                   "How long the mount polls for the next request, yielding the CPU, before it "
-                  "sleeps (microseconds; default 200, 0: never)");
+                  "sleeps (microseconds; default " + std::to_string(kDefaultPollUs) +
+                      ", 0: never)");
   sub->add_flag("--allow-other", a->allow_other, "Let other users use the mount");
   sub->add_flag("--debug", a->debug, "Print every FUSE request (libfuse's debug log)");
   sub->add_option("DEVICE_SPEC", a->specs, kDeviceSpecSyntax);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -189,15 +190,14 @@ Status ApplyMountOptions(const std::vector<std::string>& groups, FsMountConfig* 
       } else if (key == "readahead") {
         FOLIO_ASSIGN_OR_RETURN(c->readahead_bytes, ReadaheadFlag(value, "-o readahead"));
       } else if (key == "poll_us") {
-        char* end = nullptr;
-        const unsigned long v = std::strtoul(value.c_str(), &end, 10);
-        if (value.empty() || *end != '\0' || value[0] == '-' || v > kMaxPollUs) {
+        const std::optional<uint32_t> v = ParsePollUs(value);
+        if (!v) {
           return Status::InvalidArgument(
               "-o " + o + ": give microseconds from 0 (never poll) to " +
               std::to_string(kMaxPollUs) + " (e.g. poll_us=" + std::to_string(kDefaultPollUs) +
               ")");
         }
-        c->poll_us = static_cast<uint32_t>(v);
+        c->poll_us = *v;
       } else if (key == "entry_timeout" || key == "attr_timeout") {
         char* end = nullptr;
         const double v = std::strtod(value.c_str(), &end);
