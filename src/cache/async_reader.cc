@@ -77,49 +77,59 @@ void CompleteRead(PageCacheImpl* cache, Folio* f, const Status& status,
   ClearFlagsAndWake(f, kFolioLocked);
 }
 
-AsyncReader::AsyncReader(PageCacheImpl* cache) : cache_(cache), thread_([this] { Run(); }) {}
+AsyncReader::AsyncReader(PageCacheImpl* cache) : cache_(cache) {
+  std::lock_guard<std::mutex> lock(mu_);
+  threads_.emplace_back([this] { Run(); });
+}
 
 AsyncReader::~AsyncReader() {
+  std::vector<std::thread> threads;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    threads.swap(threads_);
   }
   cv_.notify_all();
-  thread_.join();
+  for (std::thread& t : threads) t.join();
 }
 
 void AsyncReader::Submit(std::unique_ptr<ReadJob> job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(job));
+    // Every worker is busy (most likely blocked in a device's Poll): one more takes this job.
+    if (idle_ == 0 && threads_.size() < kMaxWorkers) threads_.emplace_back([this] { Run(); });
   }
   cv_.notify_one();
 }
 
 void AsyncReader::Run() {
+  Worker w;
   for (;;) {
     std::vector<std::unique_ptr<ReadJob>> fresh;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (queue_.empty() && inflight_.empty()) {
+      if (queue_.empty() && w.inflight.empty()) {
         if (stop_) return;
+        ++idle_;
         cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        --idle_;
         continue;
       }
       fresh.swap(queue_);
     }
-    for (std::unique_ptr<ReadJob>& job : fresh) SubmitToDevice(std::move(job));
+    for (std::unique_ptr<ReadJob>& job : fresh) SubmitToDevice(&w, std::move(job));
     bool more_queued;
     {
       std::lock_guard<std::mutex> lock(mu_);
       more_queued = !queue_.empty();
     }
-    PollDevices(/*block_ok=*/!more_queued);
-    FinishCompleted();
+    PollDevices(&w, /*block_ok=*/!more_queued);
+    FinishCompleted(&w);
   }
 }
 
-void AsyncReader::SubmitToDevice(std::unique_ptr<ReadJob> job) {
+void AsyncReader::SubmitToDevice(Worker* w, std::unique_ptr<ReadJob> job) {
   std::vector<IoRequest*> ptrs(job->folios.size());
   for (size_t i = 0; i < ptrs.size(); ++i) ptrs[i] = &job->requests[i];
   Status s = job->device->Submit(ptrs);
@@ -131,28 +141,28 @@ void AsyncReader::SubmitToDevice(std::unique_ptr<ReadJob> job) {
     job->done = ptrs.size();
   } else {
     job->submitted = true;
-    auto it = std::find_if(devices_.begin(), devices_.end(),
+    auto it = std::find_if(w->devices.begin(), w->devices.end(),
                            [&](const DeviceJobs& d) { return d.device == job->device; });
-    if (it == devices_.end()) {
-      devices_.push_back({job->device, 1});
+    if (it == w->devices.end()) {
+      w->devices.push_back({job->device, 1});
     } else {
       ++it->jobs;
     }
   }
-  inflight_.push_back(std::move(job));
+  w->inflight.push_back(std::move(job));
 }
 
-void AsyncReader::PollDevices(bool block_ok) {
+void AsyncReader::PollDevices(Worker* w, bool block_ok) {
   size_t completed = 0;
-  for (const DeviceJobs& d : devices_) {
+  for (const DeviceJobs& d : w->devices) {
     Result<size_t> n = d.device->Poll(0);
     if (n.ok()) completed += *n;
   }
   if (completed > 0 || !block_ok) return;
-  for (const DeviceJobs& d : devices_) {
+  for (const DeviceJobs& d : w->devices) {
     if (d.device->InFlight() == 0) {
       // Nothing in flight on this device but jobs unfinished: their requests were lost.
-      for (std::unique_ptr<ReadJob>& job : inflight_) {
+      for (std::unique_ptr<ReadJob>& job : w->inflight) {
         if (job->device != d.device) continue;
         for (size_t i = 0; i < job->folios.size(); ++i) {
           IoRequest& r = job->requests[i];
@@ -166,28 +176,28 @@ void AsyncReader::PollDevices(bool block_ok) {
       return;
     }
   }
-  if (!devices_.empty()) (void)devices_.front().device->Poll(1);
+  if (!w->devices.empty()) (void)w->devices.front().device->Poll(1);
 }
 
-void AsyncReader::DropDevice(BlockDevice* device) {
-  auto it = std::find_if(devices_.begin(), devices_.end(),
+void AsyncReader::DropDevice(Worker* w, BlockDevice* device) {
+  auto it = std::find_if(w->devices.begin(), w->devices.end(),
                          [&](const DeviceJobs& d) { return d.device == device; });
-  FOLIO_CHECK(it != devices_.end() && it->jobs > 0);
-  if (--it->jobs == 0) devices_.erase(it);
+  FOLIO_CHECK(it != w->devices.end() && it->jobs > 0);
+  if (--it->jobs == 0) w->devices.erase(it);
 }
 
-void AsyncReader::FinishCompleted() {
-  for (size_t j = 0; j < inflight_.size();) {
-    ReadJob* job = inflight_[j].get();
+void AsyncReader::FinishCompleted(Worker* w) {
+  for (size_t j = 0; j < w->inflight.size();) {
+    ReadJob* job = w->inflight[j].get();
     if (job->done < job->folios.size()) {
       ++j;
       continue;
     }
-    std::unique_ptr<ReadJob> owned = std::move(inflight_[j]);
-    inflight_.erase(inflight_.begin() + static_cast<ptrdiff_t>(j));
+    std::unique_ptr<ReadJob> owned = std::move(w->inflight[j]);
+    w->inflight.erase(w->inflight.begin() + static_cast<ptrdiff_t>(j));
     // Forget the device before the folios unlock: their address space (and its device) may
     // go away as soon as the last one is unlocked.
-    if (job->submitted) DropDevice(job->device);
+    if (job->submitted) DropDevice(w, job->device);
     for (size_t i = 0; i < job->folios.size(); ++i) {
       Folio* f = job->folios[i];
       CompleteRead(cache_, f, job->requests[i].status, job->zero);

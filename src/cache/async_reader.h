@@ -1,14 +1,20 @@
-// AsyncReader: the page cache's I/O completion thread for asynchronous readahead.
+// AsyncReader: the page cache's I/O completion threads for asynchronous readahead.
 //
 // A BlockDevice delivers completions only to the thread that submitted the request, so an
 // asynchronous read must be submitted and reaped by one thread that keeps polling for as long
 // as anything is in flight. Readers hand ReadJobs (folios already in the index, locked and not
-// up to date) to this thread; it submits them, polls every device it has requests on, and
+// up to date) to a worker; it submits them, polls every device it has requests on, and
 // completes each job's folios (up to date or error, unlock, wake, drop the job's references).
 // A reader that finds such a folio locked simply sleeps on it, so every async read is always
 // reaped whether or not anyone waits for it.
 //
-// Device lifetime: the thread stops touching a device once it has no unfinished job on it, and
+// Workers: a worker with nothing else to reap blocks in a device's Poll, and a device cannot
+// be woken from there (io_uring's wait, a store's batch), so a job queued meanwhile would wait
+// for that device's next completion: a sequential reader's next window would go out only once
+// the window before it was back, one window per round trip. A Submit that finds no worker
+// waiting for work starts another, up to kMaxWorkers; workers stay until the destructor.
+//
+// Device lifetime: a worker stops touching a device once it has no unfinished job on it, and
 // it forgets the device before it unlocks the last folio, so an address space that waits for its
 // folios' locks at destruction may then let its device go.
 //
@@ -65,29 +71,32 @@ class AsyncReader {
   void Submit(std::unique_ptr<ReadJob> job);
 
  private:
+  static constexpr size_t kMaxWorkers = 4;
+
   struct DeviceJobs {
     BlockDevice* device;
     size_t jobs;
   };
+  // One worker's jobs in flight and the devices they are on; owned by its thread.
+  struct Worker {
+    std::vector<std::unique_ptr<ReadJob>> inflight;
+    std::vector<DeviceJobs> devices;
+  };
 
   void Run();
-  void SubmitToDevice(std::unique_ptr<ReadJob> job);
+  void SubmitToDevice(Worker* w, std::unique_ptr<ReadJob> job);
   // Polls every device with jobs in flight; blocks on one when block_ok and nothing completed.
-  void PollDevices(bool block_ok);
-  void FinishCompleted();
-  void DropDevice(BlockDevice* device);
+  void PollDevices(Worker* w, bool block_ok);
+  void FinishCompleted(Worker* w);
+  static void DropDevice(Worker* w, BlockDevice* device);
 
   PageCacheImpl* const cache_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<ReadJob>> queue_;  // GUARDED_BY(mu_)
   bool stop_ = false;                            // GUARDED_BY(mu_)
-
-  // Owned by the I/O thread.
-  std::vector<std::unique_ptr<ReadJob>> inflight_;
-  std::vector<DeviceJobs> devices_;
-
-  std::thread thread_;
+  size_t idle_ = 0;                              // GUARDED_BY(mu_): workers waiting for jobs
+  std::vector<std::thread> threads_;             // GUARDED_BY(mu_)
 };
 
 }  // namespace folio::cache

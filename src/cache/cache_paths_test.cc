@@ -174,6 +174,42 @@ TEST(CacheReadaheadTest, SequentialReadRampsTheOrder) {
   EXPECT_GT(s.orders[9].hits, 3000u);
 }
 
+// A reader that reaches the marked folio of a window still being read issues the next window
+// before it waits, as the kernel's filemap_get_pages does: a sequential stream then keeps two
+// windows in flight while it waits for the first. Before, the mark was acted on only once the
+// folio was up to date, so a reader that caught up with its readahead had one window in flight
+// at a time, and on a slow store (RADOS: one batch of gets per window) throughput was one
+// window per round trip.
+TEST(CacheReadaheadTest, AReaderWaitingOnAMarkedFolioHasTheNextWindowInFlight) {
+  auto mem = cache_test::NewFaultMem(32 * kMiB);
+  FillDevice(mem.get(), 32 * kMiB, 14);
+  // Reads from 8 MiB on wait. With 2 MiB windows (the default max) read 1 MiB at a time from
+  // 0, the windows are [0,2M) [2M,4M) ... each marked on its first folio, so 8 MiB is a window
+  // start: the reader waits on the marked folio of [8M,10M).
+  cache_test::ReadGateDevice gate(mem.get(), 8 * kMiB);
+  auto cache = PageCache::Create(SmallCacheOptions(64 * kMiB, "dynamic"));
+  ASSERT_TRUE(cache.ok());
+  ASSERT_EQ((*cache)->options().readahead_max_bytes, 2 * kMiB);
+  auto as = (*cache)->Open(&gate, AddressSpaceOptions{});
+  ASSERT_TRUE(as.ok());
+  AddressSpace* a = as->get();
+  std::vector<char> got(16 * kMiB);
+  std::thread reader([&] {
+    for (uint64_t pos = 0; pos < got.size(); pos += kMiB) {
+      Result<size_t> n = a->Read(pos, std::span<char>(got.data() + pos, kMiB));
+      ASSERT_TRUE(n.ok()) << n.status().ToString();
+      ASSERT_EQ(*n, kMiB);
+    }
+  });
+  // [8M,10M) and the next window, [10M,12M), both held.
+  const bool two_windows = gate.WaitForHeldBytes(4 * kMiB, std::chrono::seconds(10));
+  const uint64_t held = gate.held_bytes();
+  gate.MoveGate(~uint64_t{0});
+  reader.join();
+  EXPECT_TRUE(two_windows) << "held " << held << " bytes of reads while the reader waited";
+  EXPECT_TRUE(got == Pattern(14, 0, got.size()));
+}
+
 TEST(CacheReadaheadTest, FourKPolicyReadsAheadInOrderZeroFolios) {
   CacheEnv env;
   MakeEnv(&env, 32 * kMiB, SmallCacheOptions(64 * kMiB, "4k"));

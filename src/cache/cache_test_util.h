@@ -1,9 +1,11 @@
 // Test helpers for the page cache: a cache over a fault device over a memory device, a device
-// whose writes can be held back (GateDevice), and deterministic data patterns.
+// whose writes can be held back (GateDevice), one whose reads past an offset can be held back
+// (ReadGateDevice), and deterministic data patterns.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -11,6 +13,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/test_seed.h"
@@ -144,6 +147,107 @@ class GateDevice final : public BlockDevice {
   std::condition_variable cv_;
   bool open_ = true;  // GUARDED_BY(mu_)
   int blocked_ = 0;   // GUARDED_BY(mu_)
+};
+
+// A device that holds every read reaching at or past its gate (a byte offset) until the gate
+// moves past it: the read is taken, counted as held, and sent to the inner device only then, by
+// the submitting thread's Poll (completions stay on the thread that submitted, as the
+// BlockDevice contract wants). Readahead in flight for as long as the test wants, without
+// timing.
+class ReadGateDevice final : public BlockDevice {
+ public:
+  ReadGateDevice(BlockDevice* inner, uint64_t gate) : inner_(inner), gate_(gate) {}
+  void MoveGate(uint64_t gate) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      gate_ = gate;
+    }
+    cv_.notify_all();
+  }
+  // Waits until at least `bytes` of reads are held; false after `timeout`.
+  bool WaitForHeldBytes(uint64_t bytes, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return held_bytes_ >= bytes; });
+  }
+  uint64_t held_bytes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_bytes_;
+  }
+
+  std::string name() const override { return "readgate(" + inner_->name() + ")"; }
+  uint32_t logical_block_bytes() const override { return inner_->logical_block_bytes(); }
+  uint64_t size_bytes() const override { return inner_->size_bytes(); }
+  uint32_t queue_depth() const override { return inner_->queue_depth(); }
+  uint64_t max_request_bytes() const override { return inner_->max_request_bytes(); }
+  bool supports_trim() const override { return inner_->supports_trim(); }
+  Status Submit(std::span<IoRequest* const> batch) override {
+    std::vector<IoRequest*> pass;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (IoRequest* r : batch) {
+        if (r->op == IoOp::kRead && r->offset + r->length > gate_) {
+          held_.push_back({r, std::this_thread::get_id()});
+          held_bytes_ += r->length;
+        } else {
+          pass.push_back(r);
+        }
+      }
+    }
+    cv_.notify_all();
+    return pass.empty() ? Status::OK() : inner_->Submit(pass);
+  }
+  Result<size_t> Poll(size_t min_complete) override {
+    size_t done = 0;
+    for (;;) {
+      std::vector<IoRequest*> release;
+      bool mine_held = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (size_t i = 0; i < held_.size();) {
+          if (held_[i].thread != std::this_thread::get_id()) {
+            ++i;
+          } else if (held_[i].req->offset + held_[i].req->length <= gate_) {
+            held_bytes_ -= held_[i].req->length;
+            release.push_back(held_[i].req);
+            held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(i));
+          } else {
+            mine_held = true;
+            ++i;
+          }
+        }
+      }
+      if (!release.empty()) FOLIO_RETURN_IF_ERROR(inner_->Submit(release));
+      const bool inner_busy = inner_->InFlight() > 0;
+      Result<size_t> n = inner_->Poll(done >= min_complete || !inner_busy ? 0 : 1);
+      if (!n.ok()) return n.status();
+      done += *n;
+      if (done >= min_complete || (!mine_held && inner_->InFlight() == 0)) return done;
+      if (mine_held && inner_->InFlight() == 0) {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_for(lock, std::chrono::milliseconds(20));
+      }
+    }
+  }
+  size_t InFlight() const override {
+    size_t n = inner_->InFlight();
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Held& h : held_) n += h.thread == std::this_thread::get_id();
+    return n;
+  }
+  DeviceStatsSnapshot stats() const override { return inner_->stats(); }
+  void ResetStats() override { inner_->ResetStats(); }
+
+ private:
+  struct Held {
+    IoRequest* req;
+    std::thread::id thread;
+  };
+  BlockDevice* const inner_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t gate_;                // GUARDED_BY(mu_)
+  std::vector<Held> held_;       // GUARDED_BY(mu_)
+  uint64_t held_bytes_ = 0;      // GUARDED_BY(mu_)
 };
 
 }  // namespace folio::cache_test

@@ -59,7 +59,15 @@ Result<size_t> AddressSpaceImpl::Read(uint64_t pos, std::span<char> out) {
         continue;
       }
       if (!cache_->pages().uptodate.All(f->frame + pa, pn)) {
+        // The mark acts before the wait, as in the kernel (filemap_get_pages): a reader that
+        // caught up with its readahead issues the next window now, so two windows are in
+        // flight while it waits for this one, not one window per round trip.
+        const bool marked =
+            (flags & kFolioReadahead) &&
+            (f->flags.fetch_and(~uint32_t{kFolioReadahead}, std::memory_order_acq_rel) &
+             kFolioReadahead);
         cache_->PutFolio(f);
+        if (marked) AsyncReadahead(folio_index, OrderPages(order), last_page - idx + 1);
         if (flags & kFolioLocked) {
           WaitFolioClear(f, kFolioLocked);  // its read (or a write) is in flight
         } else {
