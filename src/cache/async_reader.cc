@@ -97,8 +97,16 @@ void AsyncReader::Submit(std::unique_ptr<ReadJob> job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(job));
-    // Every worker is busy (most likely blocked in a device's Poll): one more takes this job.
-    if (idle_ == 0 && threads_.size() < kMaxWorkers) threads_.emplace_back([this] { Run(); });
+    // A worker waiting in a device's Poll takes the job when a completion wakes it: no wakeup
+    // of another thread for it (on an io_uring file, a wakeup per readahead window cost a
+    // tenth of a sequential read's throughput). Otherwise the workers are idle, or every one
+    // is inside a device's Submit, which a QueuedDevice (Folio FS's InodeDevice) executes
+    // synchronously: a window's gets there take the whole round trip.
+    if (polling_ > 0) return;
+    if (idle_ == 0) {
+      if (threads_.size() < kMaxWorkers) threads_.emplace_back([this] { Run(); });
+      return;  // else the first worker done with its Submit takes it
+    }
   }
   cv_.notify_one();
 }
@@ -123,8 +131,13 @@ void AsyncReader::Run() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       more_queued = !queue_.empty();
+      if (!more_queued) ++polling_;  // a job queued from now on waits for this worker
     }
     PollDevices(&w, /*block_ok=*/!more_queued);
+    if (!more_queued) {
+      std::lock_guard<std::mutex> lock(mu_);
+      --polling_;
+    }
     FinishCompleted(&w);
   }
 }

@@ -8,11 +8,13 @@
 // A reader that finds such a folio locked simply sleeps on it, so every async read is always
 // reaped whether or not anyone waits for it.
 //
-// Workers: a worker with nothing else to reap blocks in a device's Poll, and a device cannot
-// be woken from there (io_uring's wait, a store's batch), so a job queued meanwhile would wait
-// for that device's next completion: a sequential reader's next window would go out only once
-// the window before it was back, one window per round trip. A Submit that finds no worker
-// waiting for work starts another, up to kMaxWorkers; workers stay until the destructor.
+// Workers: a worker inside a device's Submit may be there for a whole round trip (a
+// QueuedDevice executes its requests synchronously: Folio FS's InodeDevice runs a readahead
+// window's store gets there), so a job queued meanwhile would wait for it: a sequential
+// reader's next window would go out only once the window before it was back. A Submit that
+// finds no worker idle or polling starts another, up to kMaxWorkers (they stay until the
+// destructor). A worker polling (io_uring) takes queued jobs after its next completion, without
+// a wakeup of another thread.
 //
 // Device lifetime: a worker stops touching a device once it has no unfinished job on it, and
 // it forgets the device before it unlocks the last folio, so an address space that waits for its
@@ -95,7 +97,8 @@ class AsyncReader {
   std::condition_variable cv_;
   std::vector<std::unique_ptr<ReadJob>> queue_;  // GUARDED_BY(mu_)
   bool stop_ = false;                            // GUARDED_BY(mu_)
-  size_t idle_ = 0;                              // GUARDED_BY(mu_): workers waiting for jobs
+  size_t idle_ = 0;     // GUARDED_BY(mu_): workers waiting for jobs
+  size_t polling_ = 0;  // GUARDED_BY(mu_): workers in PollDevices that see the queue after it
   std::vector<std::thread> threads_;             // GUARDED_BY(mu_)
 };
 

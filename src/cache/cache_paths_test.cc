@@ -175,15 +175,17 @@ TEST(CacheReadaheadTest, SequentialReadRampsTheOrder) {
 }
 
 // A reader that reaches the marked folio of a window still being read issues the next window
-// before it waits, as the kernel's filemap_get_pages does: a sequential stream then keeps two
-// windows in flight while it waits for the first. Before, the mark was acted on only once the
-// folio was up to date, so a reader that caught up with its readahead had one window in flight
-// at a time, and on a slow store (RADOS: one batch of gets per window) throughput was one
-// window per round trip.
+// before it waits, as the kernel's filemap_get_pages does, and the next window goes out even
+// while the async reader is inside the device's Submit with the first (a device that executes
+// requests there: Folio FS's InodeDevice runs a window's store gets in it). A sequential stream
+// then keeps two windows in flight while it waits for the first. Before, the mark was acted on
+// only once the folio was up to date, and the one async-read thread sat in the first window's
+// Submit, so a reader that caught up with its readahead had one window in flight at a time: on
+// RADOS, one window per round trip.
 TEST(CacheReadaheadTest, AReaderWaitingOnAMarkedFolioHasTheNextWindowInFlight) {
   auto mem = cache_test::NewFaultMem(32 * kMiB);
   FillDevice(mem.get(), 32 * kMiB, 14);
-  // Reads from 8 MiB on wait. With 2 MiB windows (the default max) read 1 MiB at a time from
+  // Reads from 8 MiB on block in Submit. With 2 MiB windows (the default max) read 1 MiB at a time from
   // 0, the windows are [0,2M) [2M,4M) ... each marked on its first folio, so 8 MiB is a window
   // start: the reader waits on the marked folio of [8M,10M).
   cache_test::ReadGateDevice gate(mem.get(), 8 * kMiB);

@@ -1,10 +1,11 @@
 // Test helpers for the page cache: a cache over a fault device over a memory device, a device
-// whose writes can be held back (GateDevice), one whose reads past an offset can be held back
+// whose writes can be held back (GateDevice), one whose Submit of reads past an offset blocks
 // (ReadGateDevice), and deterministic data patterns.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -13,7 +14,6 @@
 #include <mutex>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/test_seed.h"
@@ -149,11 +149,11 @@ class GateDevice final : public BlockDevice {
   int blocked_ = 0;   // GUARDED_BY(mu_)
 };
 
-// A device that holds every read reaching at or past its gate (a byte offset) until the gate
-// moves past it: the read is taken, counted as held, and sent to the inner device only then, by
-// the submitting thread's Poll (completions stay on the thread that submitted, as the
-// BlockDevice contract wants). Readahead in flight for as long as the test wants, without
-// timing.
+// A device whose Submit of a batch with reads reaching at or past its gate (a byte offset)
+// blocks until the gate moves past them, as a device that executes its requests inside Submit
+// (a QueuedDevice such as Folio FS's InodeDevice, whose readahead window is a batch of store
+// gets) takes the whole round trip there. Readahead in flight for as long as the test wants,
+// without timing.
 class ReadGateDevice final : public BlockDevice {
  public:
   ReadGateDevice(BlockDevice* inner, uint64_t gate) : inner_(inner), gate_(gate) {}
@@ -164,7 +164,7 @@ class ReadGateDevice final : public BlockDevice {
     }
     cv_.notify_all();
   }
-  // Waits until at least `bytes` of reads are held; false after `timeout`.
+  // Waits until Submits hold at least `bytes` of reads; false after `timeout`.
   bool WaitForHeldBytes(uint64_t bytes, std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock(mu_);
     return cv_.wait_for(lock, timeout, [&] { return held_bytes_ >= bytes; });
@@ -181,73 +181,33 @@ class ReadGateDevice final : public BlockDevice {
   uint64_t max_request_bytes() const override { return inner_->max_request_bytes(); }
   bool supports_trim() const override { return inner_->supports_trim(); }
   Status Submit(std::span<IoRequest* const> batch) override {
-    std::vector<IoRequest*> pass;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (IoRequest* r : batch) {
-        if (r->op == IoOp::kRead && r->offset + r->length > gate_) {
-          held_.push_back({r, std::this_thread::get_id()});
-          held_bytes_ += r->length;
-        } else {
-          pass.push_back(r);
-        }
-      }
+    uint64_t end = 0, bytes = 0;
+    for (const IoRequest* r : batch) {
+      if (r->op != IoOp::kRead) continue;
+      end = std::max(end, r->offset + r->length);
+      bytes += r->length;
     }
-    cv_.notify_all();
-    return pass.empty() ? Status::OK() : inner_->Submit(pass);
-  }
-  Result<size_t> Poll(size_t min_complete) override {
-    size_t done = 0;
-    for (;;) {
-      std::vector<IoRequest*> release;
-      bool mine_held = false;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        for (size_t i = 0; i < held_.size();) {
-          if (held_[i].thread != std::this_thread::get_id()) {
-            ++i;
-          } else if (held_[i].req->offset + held_[i].req->length <= gate_) {
-            held_bytes_ -= held_[i].req->length;
-            release.push_back(held_[i].req);
-            held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(i));
-          } else {
-            mine_held = true;
-            ++i;
-          }
-        }
-      }
-      if (!release.empty()) FOLIO_RETURN_IF_ERROR(inner_->Submit(release));
-      const bool inner_busy = inner_->InFlight() > 0;
-      Result<size_t> n = inner_->Poll(done >= min_complete || !inner_busy ? 0 : 1);
-      if (!n.ok()) return n.status();
-      done += *n;
-      if (done >= min_complete || (!mine_held && inner_->InFlight() == 0)) return done;
-      if (mine_held && inner_->InFlight() == 0) {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait_for(lock, std::chrono::milliseconds(20));
-      }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (end > gate_) {
+      held_bytes_ += bytes;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return end <= gate_; });
+      held_bytes_ -= bytes;
     }
+    lock.unlock();
+    return inner_->Submit(batch);
   }
-  size_t InFlight() const override {
-    size_t n = inner_->InFlight();
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const Held& h : held_) n += h.thread == std::this_thread::get_id();
-    return n;
-  }
+  Result<size_t> Poll(size_t min_complete) override { return inner_->Poll(min_complete); }
+  size_t InFlight() const override { return inner_->InFlight(); }
   DeviceStatsSnapshot stats() const override { return inner_->stats(); }
   void ResetStats() override { inner_->ResetStats(); }
 
  private:
-  struct Held {
-    IoRequest* req;
-    std::thread::id thread;
-  };
   BlockDevice* const inner_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  uint64_t gate_;                // GUARDED_BY(mu_)
-  std::vector<Held> held_;       // GUARDED_BY(mu_)
-  uint64_t held_bytes_ = 0;      // GUARDED_BY(mu_)
+  uint64_t gate_;            // GUARDED_BY(mu_)
+  uint64_t held_bytes_ = 0;  // GUARDED_BY(mu_)
 };
 
 }  // namespace folio::cache_test
