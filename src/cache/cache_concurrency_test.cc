@@ -339,5 +339,86 @@ TEST(CacheConcurrencyTest, BackgroundCompactionUnderReaders) {
   CompactionUnderReaders(Compactor::kWithBackground);
 }
 
+// A device whose Submit of reads takes a while, as InodeDevice's does (it runs a readahead
+// window's store gets inside Submit): the async reader then starts more workers.
+class SlowSubmitDevice final : public BlockDevice {
+ public:
+  explicit SlowSubmitDevice(std::unique_ptr<BlockDevice> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return "slow(" + inner_->name() + ")"; }
+  uint32_t logical_block_bytes() const override { return inner_->logical_block_bytes(); }
+  uint64_t size_bytes() const override { return inner_->size_bytes(); }
+  uint32_t queue_depth() const override { return inner_->queue_depth(); }
+  uint64_t max_request_bytes() const override { return inner_->max_request_bytes(); }
+  bool supports_trim() const override { return inner_->supports_trim(); }
+  Status Submit(std::span<IoRequest* const> batch) override {
+    for (const IoRequest* r : batch) {
+      if (r->op == IoOp::kRead) {
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+        break;
+      }
+    }
+    return inner_->Submit(batch);
+  }
+  Result<size_t> Poll(size_t min_complete) override { return inner_->Poll(min_complete); }
+  size_t InFlight() const override { return inner_->InFlight(); }
+  DeviceStatsSnapshot stats() const override { return inner_->stats(); }
+  void ResetStats() override { inner_->ResetStats(); }
+
+ private:
+  std::unique_ptr<BlockDevice> inner_;
+};
+
+// Sequential readers of four files whose devices take their time in Submit, each file closed
+// (its address space destroyed) at a random point of a read, with readahead windows still in
+// the async reader's workers, and opened again: every byte read checks, and no worker touches a
+// device after its address space let it go (ASan / TSan).
+TEST(CacheConcurrencyTest, SequentialReadersOverSlowSubmitsAcrossReadaheadWorkers) {
+  const uint64_t seed = TestSeedOr(41);
+  FOLIO_SEED_TRACE(seed);
+  constexpr uint64_t kFileBytes = 24 * kMiB;
+  auto cache = PageCache::Create(cache_test::SmallCacheOptions(64 * kMiB, "dynamic"));
+  ASSERT_TRUE(cache.ok());
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(seed + t);
+      MemDeviceOptions mo;
+      mo.size_bytes = kFileBytes;
+      auto mem = NewMemDevice(mo);
+      ASSERT_TRUE(mem.ok());
+      for (uint64_t pos = 0; pos < kFileBytes; pos += kMiB) {
+        std::vector<char> d = cache_test::Pattern(seed + t, pos, kMiB);
+        ASSERT_TRUE((*mem)->Write(pos, d.data(), d.size()).ok());
+      }
+      SlowSubmitDevice slow(std::move(mem).value());
+#ifdef FOLIO_TSAN
+      const int rounds = 3;
+#else
+      const int rounds = 12;
+#endif
+      std::vector<char> buf(kMiB);
+      for (int round = 0; round < rounds; ++round) {
+        auto as = (*cache)->Open(&slow, AddressSpaceOptions{});
+        ASSERT_TRUE(as.ok());
+        const uint64_t stop = (1 + rng() % (kFileBytes / kMiB)) * kMiB;
+        for (uint64_t pos = 0; pos < stop; pos += kMiB) {
+          Result<size_t> n = (*as)->Read(pos, buf);
+          if (!n.ok() || *n != kMiB || buf != cache_test::Pattern(seed + t, pos, kMiB)) {
+            ++failures;
+            ADD_FAILURE() << "file " << t << " round " << round << " pos " << pos;
+            return;
+          }
+        }
+        // The address space goes now, with readahead windows possibly still in workers; its
+        // folios go with it, so the next round reads (and reads ahead) again.
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GT((*cache)->Stats().readahead_async, 0u);
+}
+
 }  // namespace
 }  // namespace folio
