@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <system_error>
 
 #include "base/check.h"
 #include "cache/cache_impl.h"
@@ -94,27 +95,37 @@ AsyncReader::~AsyncReader() {
 }
 
 void AsyncReader::Submit(std::unique_ptr<ReadJob> job) {
+  bool notify = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(job));
     // A worker waiting in a device's Poll takes the job when a completion wakes it: no wakeup
     // of another thread for it (on an io_uring file, a wakeup per readahead window cost a
-    // tenth of a sequential read's throughput). Otherwise the workers are idle, or every one
-    // is inside a device's Submit, which a QueuedDevice (Folio FS's InodeDevice) executes
-    // synchronously: a window's gets there take the whole round trip.
-    if (polling_ > 0) return;
-    if (idle_ == 0) {
-      if (threads_.size() < kMaxWorkers) threads_.emplace_back([this] { Run(); });
-      return;  // else the first worker done with its Submit takes it
+    // tenth of a sequential read's throughput). Otherwise an idle worker takes it, one per
+    // queued job (a worker takes one job at a time); failing that, every worker is inside a
+    // device's Submit, which a QueuedDevice (Folio FS's InodeDevice) executes synchronously
+    // (a window's gets take the whole round trip there), and another worker starts.
+    if (polling_ > 0) {
+      // left to the polling worker
+    } else if (idle_ >= queue_.size()) {
+      notify = true;
+    } else if (threads_.size() < kMaxWorkers) {
+      try {
+        threads_.emplace_back([this] { Run(); });
+      } catch (const std::system_error&) {
+        notify = idle_ > 0;  // no thread to be had (EAGAIN): the workers there are take it
+      }
+    } else {
+      notify = idle_ > 0;  // else the first worker back from its Submit takes it
     }
   }
-  cv_.notify_one();
+  if (notify) cv_.notify_one();
 }
 
 void AsyncReader::Run() {
   Worker w;
   for (;;) {
-    std::vector<std::unique_ptr<ReadJob>> fresh;
+    std::unique_ptr<ReadJob> job;
     {
       std::unique_lock<std::mutex> lock(mu_);
       if (queue_.empty() && w.inflight.empty()) {
@@ -124,9 +135,13 @@ void AsyncReader::Run() {
         --idle_;
         continue;
       }
-      fresh.swap(queue_);
+      // One job at a time: the next one may find another worker while this one's Submit runs.
+      if (!queue_.empty()) {
+        job = std::move(queue_.front());
+        queue_.erase(queue_.begin());
+      }
     }
-    for (std::unique_ptr<ReadJob>& job : fresh) SubmitToDevice(&w, std::move(job));
+    if (job) SubmitToDevice(&w, std::move(job));
     bool more_queued;
     {
       std::lock_guard<std::mutex> lock(mu_);
