@@ -11,10 +11,11 @@
 // Workers: a worker inside a device's Submit may be there for a whole round trip (a
 // QueuedDevice executes its requests synchronously: Folio FS's InodeDevice runs a readahead
 // window's store gets there), so a job queued meanwhile would wait for it: a sequential
-// reader's next window would go out only once the window before it was back. A Submit that
-// finds no worker idle or polling starts another, up to kMaxWorkers (they stay until the
-// destructor). A worker polling (io_uring) takes queued jobs after its next completion, without
-// a wakeup of another thread.
+// reader's next window would go out only once the window before it was back. So a worker takes
+// one job at a time, and a job is left to a worker polling a device (io_uring: it takes the job
+// after its next completion, without a wakeup of another thread), else to an idle worker (one
+// per queued job), else a new worker starts, up to kMaxWorkers (they stay until the
+// destructor).
 //
 // Device lifetime: a worker stops touching a device once it has no unfinished job on it, and
 // it forgets the device before it unlocks the last folio, so an address space that waits for its
