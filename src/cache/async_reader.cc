@@ -113,7 +113,7 @@ void AsyncReader::Submit(std::unique_ptr<ReadJob> job) {
       try {
         threads_.emplace_back([this] { Run(); });
       } catch (const std::system_error&) {
-        notify = idle_ > 0;  // no thread to be had (EAGAIN): the workers there are take it
+        notify = idle_ > 0;  // no thread to be had (EAGAIN): an existing worker takes it
       }
     } else {
       notify = idle_ > 0;  // else the first worker back from its Submit takes it

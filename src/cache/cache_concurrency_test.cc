@@ -343,7 +343,7 @@ TEST(CacheConcurrencyTest, BackgroundCompactionUnderReaders) {
 // window's store gets inside Submit): the async reader then starts more workers.
 class SlowSubmitDevice final : public BlockDevice {
  public:
-  explicit SlowSubmitDevice(std::unique_ptr<BlockDevice> inner) : inner_(std::move(inner)) {}
+  explicit SlowSubmitDevice(BlockDevice* inner) : inner_(inner) {}
   std::string name() const override { return "slow(" + inner_->name() + ")"; }
   uint32_t logical_block_bytes() const override { return inner_->logical_block_bytes(); }
   uint64_t size_bytes() const override { return inner_->size_bytes(); }
@@ -365,13 +365,13 @@ class SlowSubmitDevice final : public BlockDevice {
   void ResetStats() override { inner_->ResetStats(); }
 
  private:
-  std::unique_ptr<BlockDevice> inner_;
+  BlockDevice* const inner_;
 };
 
 // Sequential readers of four files whose devices take their time in Submit, each file closed
-// (its address space destroyed) at a random point of a read, with readahead windows still in
-// the async reader's workers, and opened again: every byte read checks, and no worker touches a
-// device after its address space let it go (ASan / TSan).
+// (its address space destroyed, then its device) at a random point of a read, with readahead
+// windows still in the async reader's workers, and opened again on a new device: every byte
+// read checks, and no worker touches a device after its address space let it go (ASan / TSan).
 TEST(CacheConcurrencyTest, SequentialReadersOverSlowSubmitsAcrossReadaheadWorkers) {
   const uint64_t seed = TestSeedOr(41);
   FOLIO_SEED_TRACE(seed);
@@ -391,7 +391,6 @@ TEST(CacheConcurrencyTest, SequentialReadersOverSlowSubmitsAcrossReadaheadWorker
         std::vector<char> d = cache_test::Pattern(seed + t, pos, kMiB);
         ASSERT_TRUE((*mem)->Write(pos, d.data(), d.size()).ok());
       }
-      SlowSubmitDevice slow(std::move(mem).value());
 #ifdef FOLIO_TSAN
       const int rounds = 3;
 #else
@@ -399,7 +398,8 @@ TEST(CacheConcurrencyTest, SequentialReadersOverSlowSubmitsAcrossReadaheadWorker
 #endif
       std::vector<char> buf(kMiB);
       for (int round = 0; round < rounds; ++round) {
-        auto as = (*cache)->Open(&slow, AddressSpaceOptions{});
+        auto slow = std::make_unique<SlowSubmitDevice>(mem->get());
+        auto as = (*cache)->Open(slow.get(), AddressSpaceOptions{});
         ASSERT_TRUE(as.ok());
         const uint64_t stop = (1 + rng() % (kFileBytes / kMiB)) * kMiB;
         for (uint64_t pos = 0; pos < stop; pos += kMiB) {
@@ -410,8 +410,10 @@ TEST(CacheConcurrencyTest, SequentialReadersOverSlowSubmitsAcrossReadaheadWorker
             return;
           }
         }
-        // The address space goes now, with readahead windows possibly still in workers; its
-        // folios go with it, so the next round reads (and reads ahead) again.
+        // The address space goes now, with readahead windows possibly still in workers (its
+        // folios go with it, so the next round reads and reads ahead again), then its device.
+        as->reset();
+        slow.reset();
       }
     });
   }

@@ -185,9 +185,9 @@ TEST(CacheReadaheadTest, SequentialReadRampsTheOrder) {
 TEST(CacheReadaheadTest, AReaderWaitingOnAMarkedFolioHasTheNextWindowInFlight) {
   auto mem = cache_test::NewFaultMem(32 * kMiB);
   FillDevice(mem.get(), 32 * kMiB, 14);
-  // Reads from 8 MiB on block in Submit. With 2 MiB windows (the default max) read 1 MiB at a time from
-  // 0, the windows are [0,2M) [2M,4M) ... each marked on its first folio, so 8 MiB is a window
-  // start: the reader waits on the marked folio of [8M,10M).
+  // Reads from 8 MiB on block in Submit. With 2 MiB windows (the default max) read 1 MiB at a
+  // time from 0, the windows are [0,2M) [2M,4M) ... each marked on its first folio, so 8 MiB is
+  // a window start: the reader waits on the marked folio of [8M,10M).
   cache_test::ReadGateDevice gate(mem.get(), 8 * kMiB);
   auto cache = PageCache::Create(SmallCacheOptions(64 * kMiB, "dynamic"));
   ASSERT_TRUE(cache.ok());
