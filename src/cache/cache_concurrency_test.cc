@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cache/cache_test_util.h"
+#include "io/io_test_util.h"
 #include "base/test_seed.h"
 #include "folio/page_cache.h"
 
@@ -341,15 +342,10 @@ TEST(CacheConcurrencyTest, BackgroundCompactionUnderReaders) {
 
 // A device whose Submit of reads takes a while, as InodeDevice's does (it runs a readahead
 // window's store gets inside Submit): the async reader then starts more workers.
-class SlowSubmitDevice final : public BlockDevice {
+class SlowSubmitDevice final : public io_test::ForwardingDevice {
  public:
-  explicit SlowSubmitDevice(BlockDevice* inner) : inner_(inner) {}
-  std::string name() const override { return "slow(" + inner_->name() + ")"; }
-  uint32_t logical_block_bytes() const override { return inner_->logical_block_bytes(); }
-  uint64_t size_bytes() const override { return inner_->size_bytes(); }
-  uint32_t queue_depth() const override { return inner_->queue_depth(); }
-  uint64_t max_request_bytes() const override { return inner_->max_request_bytes(); }
-  bool supports_trim() const override { return inner_->supports_trim(); }
+  explicit SlowSubmitDevice(BlockDevice* inner) : ForwardingDevice(inner) {}
+  std::string name() const override { return "slow(" + forward_to()->name() + ")"; }
   Status Submit(std::span<IoRequest* const> batch) override {
     for (const IoRequest* r : batch) {
       if (r->op == IoOp::kRead) {
@@ -357,15 +353,8 @@ class SlowSubmitDevice final : public BlockDevice {
         break;
       }
     }
-    return inner_->Submit(batch);
+    return forward_to()->Submit(batch);
   }
-  Result<size_t> Poll(size_t min_complete) override { return inner_->Poll(min_complete); }
-  size_t InFlight() const override { return inner_->InFlight(); }
-  DeviceStatsSnapshot stats() const override { return inner_->stats(); }
-  void ResetStats() override { inner_->ResetStats(); }
-
- private:
-  BlockDevice* const inner_;
 };
 
 // Sequential readers of four files whose devices take their time in Submit, each file closed

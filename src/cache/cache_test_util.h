@@ -20,6 +20,7 @@
 #include "folio/block_device.h"
 #include "folio/fault_device.h"
 #include "folio/page_cache.h"
+#include "io/io_test_util.h"
 
 namespace folio::cache_test {
 
@@ -99,9 +100,9 @@ inline std::vector<char> Pattern(uint64_t seed, uint64_t pos, size_t len) {
 
 // A device whose writes block in Submit while its gate is closed: a writeback stays in flight
 // for as long as the test wants, without any timing.
-class GateDevice final : public BlockDevice {
+class GateDevice final : public io_test::ForwardingDevice {
  public:
-  explicit GateDevice(BlockDevice* inner) : inner_(inner) {}
+  explicit GateDevice(BlockDevice* inner) : ForwardingDevice(inner) {}
   void Close() {
     std::lock_guard<std::mutex> lock(mu_);
     open_ = false;
@@ -118,12 +119,7 @@ class GateDevice final : public BlockDevice {
     cv_.wait(lock, [&] { return blocked_ > 0; });
   }
 
-  std::string name() const override { return "gate(" + inner_->name() + ")"; }
-  uint32_t logical_block_bytes() const override { return inner_->logical_block_bytes(); }
-  uint64_t size_bytes() const override { return inner_->size_bytes(); }
-  uint32_t queue_depth() const override { return inner_->queue_depth(); }
-  uint64_t max_request_bytes() const override { return inner_->max_request_bytes(); }
-  bool supports_trim() const override { return inner_->supports_trim(); }
+  std::string name() const override { return "gate(" + forward_to()->name() + ")"; }
   Status Submit(std::span<IoRequest* const> batch) override {
     bool writes = false;
     for (const IoRequest* r : batch) writes = writes || r->op == IoOp::kWrite;
@@ -134,15 +130,10 @@ class GateDevice final : public BlockDevice {
       cv_.wait(lock, [&] { return open_; });
       --blocked_;
     }
-    return inner_->Submit(batch);
+    return forward_to()->Submit(batch);
   }
-  Result<size_t> Poll(size_t min_complete) override { return inner_->Poll(min_complete); }
-  size_t InFlight() const override { return inner_->InFlight(); }
-  DeviceStatsSnapshot stats() const override { return inner_->stats(); }
-  void ResetStats() override { inner_->ResetStats(); }
 
  private:
-  BlockDevice* const inner_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool open_ = true;  // GUARDED_BY(mu_)
@@ -154,9 +145,10 @@ class GateDevice final : public BlockDevice {
 // (a QueuedDevice such as Folio FS's InodeDevice, whose readahead window is a batch of store
 // gets) takes the whole round trip there. Readahead in flight for as long as the test wants,
 // without timing.
-class ReadGateDevice final : public BlockDevice {
+class ReadGateDevice final : public io_test::ForwardingDevice {
  public:
-  ReadGateDevice(BlockDevice* inner, uint64_t gate) : inner_(inner), gate_(gate) {}
+  ReadGateDevice(BlockDevice* inner, uint64_t gate)
+      : ForwardingDevice(inner), gate_(gate) {}
   void MoveGate(uint64_t gate) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -174,12 +166,7 @@ class ReadGateDevice final : public BlockDevice {
     return held_bytes_;
   }
 
-  std::string name() const override { return "readgate(" + inner_->name() + ")"; }
-  uint32_t logical_block_bytes() const override { return inner_->logical_block_bytes(); }
-  uint64_t size_bytes() const override { return inner_->size_bytes(); }
-  uint32_t queue_depth() const override { return inner_->queue_depth(); }
-  uint64_t max_request_bytes() const override { return inner_->max_request_bytes(); }
-  bool supports_trim() const override { return inner_->supports_trim(); }
+  std::string name() const override { return "readgate(" + forward_to()->name() + ")"; }
   Status Submit(std::span<IoRequest* const> batch) override {
     uint64_t end = 0, bytes = 0;
     for (const IoRequest* r : batch) {
@@ -195,15 +182,10 @@ class ReadGateDevice final : public BlockDevice {
       held_bytes_ -= bytes;
     }
     lock.unlock();
-    return inner_->Submit(batch);
+    return forward_to()->Submit(batch);
   }
-  Result<size_t> Poll(size_t min_complete) override { return inner_->Poll(min_complete); }
-  size_t InFlight() const override { return inner_->InFlight(); }
-  DeviceStatsSnapshot stats() const override { return inner_->stats(); }
-  void ResetStats() override { inner_->ResetStats(); }
 
  private:
-  BlockDevice* const inner_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   uint64_t gate_;            // GUARDED_BY(mu_)

@@ -1,5 +1,6 @@
-// Test helpers of the io layer: seeds, aligned buffers, temporary directories, and the skip of
-// io_uring tests where there is no io_uring.
+// Test helpers of the io layer: seeds, aligned buffers, temporary directories, the skip of
+// io_uring tests where there is no io_uring, and ForwardingDevice, the base of test wrappers
+// that change one call of a device.
 //
 // Thread safety: the helpers are independent values; TempDir is owned by one test.
 #pragma once
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 
 #include "base/aligned_buffer.h"
@@ -69,5 +71,29 @@ inline ::testing::AssertionResult Drain(BlockDevice* dev) {
                    << "): the io_uring engine is not tested";                              \
     }                                                                                      \
   } while (0)
+
+// A device that passes every call to `inner` (not owned), for a test wrapper to override the
+// one it changes (usually Submit). RegisterArena keeps BlockDevice's no-op.
+class ForwardingDevice : public BlockDevice {
+ public:
+  explicit ForwardingDevice(BlockDevice* inner) : inner_(inner) {}
+  std::string name() const override { return inner_->name(); }
+  uint32_t logical_block_bytes() const override { return inner_->logical_block_bytes(); }
+  uint64_t size_bytes() const override { return inner_->size_bytes(); }
+  uint32_t queue_depth() const override { return inner_->queue_depth(); }
+  uint64_t max_request_bytes() const override { return inner_->max_request_bytes(); }
+  bool supports_trim() const override { return inner_->supports_trim(); }
+  Status Submit(std::span<IoRequest* const> batch) override { return inner_->Submit(batch); }
+  Result<size_t> Poll(size_t min_complete) override { return inner_->Poll(min_complete); }
+  size_t InFlight() const override { return inner_->InFlight(); }
+  DeviceStatsSnapshot stats() const override { return inner_->stats(); }
+  void ResetStats() override { inner_->ResetStats(); }
+
+ protected:
+  BlockDevice* forward_to() const { return inner_; }
+
+ private:
+  BlockDevice* const inner_;
+};
 
 }  // namespace folio::io_test

@@ -44,6 +44,7 @@
 #include "folio/arena.h"
 #include "folio/fault_device.h"
 #include "folio/raid.h"
+#include "io/io_test_util.h"
 #include "raid/raid_test_util.h"
 
 namespace folio::raid_test {
@@ -71,12 +72,12 @@ uint64_t Mix(uint64_t x) {
 
 // A member wrapper that counts data writes and runs an armed hook before the n-th one: a
 // replace, a fail or a power loss in the middle of a running sync.
-class HookMember : public BlockDevice {
+class HookMember : public io_test::ForwardingDevice {
  public:
   // *fired accumulates the injected errors the wrapper's FaultDevice returned (read / write
   // errors, ENOSPC, torn writes, a shrink seen) when the member is closed.
   HookMember(std::unique_ptr<FaultDevice> inner, uint64_t* fired)
-      : inner_(std::move(inner)), fired_(fired) {}
+      : ForwardingDevice(inner.get()), inner_(std::move(inner)), fired_(fired) {}
   ~HookMember() override { *fired_ += inner_->injected_errors(); }
   FaultDevice* fault() const { return inner_.get(); }
   void Arm(uint64_t after_writes, std::function<void()> fn) {
@@ -84,11 +85,6 @@ class HookMember : public BlockDevice {
     hook_ = std::move(fn);
   }
   void Disarm() { hook_ = nullptr; }
-  std::string name() const override { return inner_->name(); }
-  uint32_t logical_block_bytes() const override { return inner_->logical_block_bytes(); }
-  uint64_t size_bytes() const override { return inner_->size_bytes(); }
-  uint32_t queue_depth() const override { return inner_->queue_depth(); }
-  uint64_t max_request_bytes() const override { return inner_->max_request_bytes(); }
   bool supports_trim() const override { return false; }
   Status Submit(std::span<IoRequest* const> batch) override {
     for (IoRequest* r : batch) {
@@ -102,10 +98,6 @@ class HookMember : public BlockDevice {
     }
     return inner_->Submit(batch);
   }
-  Result<size_t> Poll(size_t min_complete) override { return inner_->Poll(min_complete); }
-  size_t InFlight() const override { return inner_->InFlight(); }
-  DeviceStatsSnapshot stats() const override { return inner_->stats(); }
-  void ResetStats() override { inner_->ResetStats(); }
 
  private:
   std::unique_ptr<FaultDevice> inner_;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "folio/raid.h"
+#include "io/io_test_util.h"
 #include "raid/raid_device_impl.h"
 #include "raid/raid_test_util.h"
 
@@ -173,16 +174,13 @@ TEST(RaidRecovery, DirtyDegradedRaid6RecomputesTheOtherParity) {
 
 // A member wrapper that runs a hook (once) before the first write at or past a member
 // position: here, a replace while the rebuild writes there.
-class HookDevice : public BlockDevice {
+class HookDevice : public io_test::ForwardingDevice {
  public:
   HookDevice(std::unique_ptr<BlockDevice> inner, uint64_t at, std::function<void()> hook)
-      : inner_(std::move(inner)), at_(at), hook_(std::move(hook)) {}
-  std::string name() const override { return inner_->name(); }
-  uint32_t logical_block_bytes() const override { return inner_->logical_block_bytes(); }
-  uint64_t size_bytes() const override { return inner_->size_bytes(); }
-  uint32_t queue_depth() const override { return inner_->queue_depth(); }
-  uint64_t max_request_bytes() const override { return inner_->max_request_bytes(); }
-  bool supports_trim() const override { return inner_->supports_trim(); }
+      : ForwardingDevice(inner.get()),
+        inner_(std::move(inner)),
+        at_(at),
+        hook_(std::move(hook)) {}
   Status Submit(std::span<IoRequest* const> batch) override {
     for (IoRequest* r : batch) {
       if (hook_ && r->op == IoOp::kWrite && r->offset >= at_) {
@@ -193,10 +191,6 @@ class HookDevice : public BlockDevice {
     }
     return inner_->Submit(batch);
   }
-  Result<size_t> Poll(size_t min_complete) override { return inner_->Poll(min_complete); }
-  size_t InFlight() const override { return inner_->InFlight(); }
-  DeviceStatsSnapshot stats() const override { return inner_->stats(); }
-  void ResetStats() override { inner_->ResetStats(); }
 
  private:
   std::unique_ptr<BlockDevice> inner_;
