@@ -531,7 +531,7 @@ void EngineBench::RadosCeilings() {
     for (uint64_t size : sizes) {
       const std::string run = fmt::format("fbench-{}-{}", ::getpid(), size);
       const uint64_t objects = std::max<uint64_t>(1, c_.seq_bytes / size);
-      Done(fmt::format("rados bench write, then seq, {} objects, {} s each, pool {}",
+      Done(fmt::format("rados bench write, then seq, {} objects, at most {} s each, pool {}",
                        FormatSize(size), c_.rados_seconds, u->pool));
       Result<double> w =
           store::RadosBenchMiBs(*u, "write", c_.rados_seconds, 16, objects, run, size);
@@ -606,10 +606,10 @@ std::string EngineBench::Text() const {
       continue;
     }
     for (const RadosCeiling::Run& run : rc.runs) {
-      t += fmt::format("rados bench on pool {} ({} objects, 16 in flight, {} s each): write "
-                       "{:.1f} MiB/s, seq {:.1f} MiB/s\n",
-                       rc.pool, FormatSize(run.object_bytes), c_.rados_seconds, run.write_mib_s,
-                       run.seq_mib_s);
+      t += fmt::format("rados bench on pool {} ({} objects, 16 in flight, {} each as Folio, at "
+                       "most {} s each): write {:.1f} MiB/s, seq {:.1f} MiB/s\n",
+                       rc.pool, FormatSize(run.object_bytes), FormatSize(c_.seq_bytes),
+                       c_.rados_seconds, run.write_mib_s, run.seq_mib_s);
     }
     if (rc.runs.size() > 1) {
       t += fmt::format("the targets use the higher of each: write {:.1f} MiB/s, seq {:.1f} MiB/s\n",

@@ -597,7 +597,8 @@ Command AddFsCommand(CLI::App& root) {
                     "The Folio mounts' readahead window (their -o readahead=SIZE)")
       ->default_str("16M");
   bench->add_option("--rados-seconds", a->rados_seconds,
-                    "With --meta and a rados: store: seconds of each `rados bench` mode")
+                    "With --meta and a rados: store: the time limit of each `rados bench` mode "
+                    "(each stops sooner once it wrote or read --seq-size)")
       ->default_str("5");
   bench->add_option("--cache", a->bench_cache, "Folio's --cache and the kernel's memory cgroup "
                                                "limit; the data files are cache/2 and 2 x cache")
