@@ -14,14 +14,11 @@ std::vector<char> BlockBufferPool::Take() {
       return buf;
     }
   }
-  std::vector<char> buf;
-  buf.reserve(block_bytes_);
-  return buf;
+  return std::vector<char>(buffer_bytes_);
 }
 
 void BlockBufferPool::Give(std::vector<char> buf) {
-  if (buf.capacity() != block_bytes_) return;
-  buf.clear();  // keeps the capacity, and the pages behind it
+  if (buf.size() != buffer_bytes_) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (spares_.size() < spares_max_) spares_.push_back(std::move(buf));
 }

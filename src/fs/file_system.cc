@@ -11,6 +11,7 @@
 #include "fs/file_data.h"
 #include "fs/fs_internal.h"
 #include "fs/pack_writer.h"
+#include "fs/store/sector_codec.h"
 #include "fs/session.h"
 #include "fs/stats_counters.h"
 #include "fs/store/block_store.h"
@@ -80,9 +81,9 @@ Result<std::unique_ptr<FileSystem>> FileSystem::Mount(meta::MetaEngine* meta,
   ctx.options = options;
   ctx.counters = fs->counters_.get();
   // Enough spares for the blocks of one device's puts in flight (8) to be refilled from them,
-  // and at most 32 MiB of them (two 16 MiB blocks).
+  // and at most 32 MiB of them (two 16 MiB blocks). A buffer holds a block's sector encoding.
   ctx.block_buffers = std::make_shared<BlockBufferPool>(
-      format->block_bytes,
+      store::EncodedBytes(format->block_bytes),
       std::clamp<size_t>((size_t{32} << 20) / std::max<uint64_t>(format->block_bytes, 1), 1, 8));
   fs->data_ = std::make_unique<DataPath>(ctx);
   fs->data_->Start();

@@ -191,6 +191,37 @@ TEST_F(DataTest, BlocksAreMadeDurableTogetherBeforeTheRecordsNamingThemCommit) {
   EXPECT_TRUE(r->clean());
 }
 
+// A block's buffer is its put's encoding, which a rados: store sends without a copy and, after
+// a put that failed without an answer, may still send later (it keeps the buffer's owner). The
+// put is retried from the same buffer and the block becomes durable; the buffer must then not
+// go back to the spares, where the next blocks would overwrite what the late message sends.
+// Every byte reads back, before and after a remount.
+TEST_F(DataTest, ABlockBufferTheStoreStillHoldsIsNeverReused) {
+  const std::string a = Pattern(4u << 18, 21);  // 4 blocks of 256K
+  const std::string b = Pattern(16u << 18, 22);
+  Result<FileSystem::Opened> o =
+      fs()->Create(Cred::Root(), kRootInode, "a", 0644, O_RDWR | O_CREAT | O_EXCL);
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  vol_.power_cut()->FailEncodedPutsHolding(1);
+  ASSERT_TRUE(fs()->Write(o->fh, 0, {a.data(), a.size()}).ok());
+  EXPECT_FALSE(fs()->Fsync(o->fh, false).ok()) << "a failed put was not reported";
+  ASSERT_EQ(vol_.power_cut()->held(), 1u);
+  ASSERT_TRUE(fs()->Fsync(o->fh, false).ok());  // the put again, from the same buffer
+  ASSERT_TRUE(fs()->Release(o->fh).ok());
+  // More blocks than the spares hold, through the buffers the pool hands out.
+  ASSERT_TRUE(WriteFile(fs(), kRootInode, "b", b).ok());
+  EXPECT_TRUE(vol_.power_cut()->HeldBuffersUnchanged())
+      << "a buffer the store still held was filled with another block";
+  Result<Attr> fa = fs()->Lookup(Cred::Root(), kRootInode, "a");
+  Result<Attr> fb = fs()->Lookup(Cred::Root(), kRootInode, "b");
+  ASSERT_TRUE(fa.ok() && fb.ok());
+  EXPECT_EQ(*ReadFile(fs(), fa->ino()), a);
+  EXPECT_EQ(*ReadFile(fs(), fb->ino()), b);
+  ASSERT_TRUE(vol_.Remount().ok());
+  EXPECT_EQ(*ReadFile(fs(), fa->ino()), a);
+  EXPECT_EQ(*ReadFile(fs(), fb->ino()), b);
+}
+
 // Blocks written faster than a flush comes are made durable in the background, a batch
 // (FsOptions::store_sync_batch_bytes) at a time, so the buffers a file keeps for blocks not
 // durable yet stay bounded; a power cut then takes the blocks of no commit, and fsck is clean.

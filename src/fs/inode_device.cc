@@ -10,6 +10,7 @@
 #include "fs/data_path.h"
 #include "fs/fs_internal.h"
 #include "fs/slice_view.h"
+#include "fs/store/sector_codec.h"
 #include "fs/store_io.h"
 
 namespace folio::fs {
@@ -36,12 +37,12 @@ void FinishBlock(LogObject::Block& blk, const Status& status, LogObject::BlockSt
   }
   blk.state = done;
   if (done != LogObject::BlockState::kStored) return;
-  if (spares != nullptr) {
-    spares->Give(std::move(blk.data));
-    blk.data = {};
-  } else {
-    std::vector<char>().swap(blk.data);
+  // Another reference is the store's, kept after a put of the buffer failed without an answer
+  // (librados may still send it): it is never reused then.
+  if (spares != nullptr && blk.data != nullptr && blk.data.use_count() == 1) {
+    spares->Give(std::move(*blk.data));
   }
+  blk.data.reset();
 }
 
 }  // namespace
@@ -351,9 +352,10 @@ Status InodeDevice::ReadRangeOnce(uint64_t pos, uint64_t len, const ReadDst& dst
         const uint64_t n = std::min<uint64_t>(seg.len - done, block_bytes_ - in_block);
         const LogObject::Block& blk = obj.blocks[b];
         if (blk.state != LogObject::BlockState::kStored) {
-          FOLIO_CHECK(in_block + n <= blk.data.size());
+          FOLIO_CHECK(blk.data != nullptr &&
+                      store::EncodedBytes(in_block + n) <= blk.data->size());
           dst.ForEach(seg_at + done, n, [&](char* p, uint64_t m, uint64_t d) {
-            std::memcpy(p, blk.data.data() + in_block + d, m);
+            store::CopyOutOfSectors(blk.data->data(), in_block + d, p, m);
           });
         } else {
           const uint64_t size =
@@ -441,20 +443,25 @@ uint64_t InodeDevice::AppendLocked(uint64_t pos, const char* src, uint64_t len,
     const uint32_t b = static_cast<uint32_t>(obj.bytes / block_bytes_);
     if (b >= obj.blocks.size()) obj.blocks.resize(b + 1);
     LogObject::Block& blk = obj.blocks[b];
+    if (blk.data == nullptr) blk.data = std::make_shared<std::vector<char>>();
+    std::vector<char>& buf = *blk.data;
+    const uint64_t in_block = obj.bytes % block_bytes_;
     // A large write (sequential writeback comes in merged requests of up to 8 MiB) will fill
-    // the block: its buffer is allocated once (or a spare taken) instead of doubling its way
-    // up with a copy each.
-    if (blk.data.empty() && take >= (64u << 10)) {
+    // the block: a spare (or a new buffer) of a whole block's encoding is taken once, instead
+    // of growing its way up with a copy each.
+    if (buf.empty() && take >= (64u << 10)) {
       if (BlockBufferPool* spares = ctx_->block_buffers.get()) {
-        blk.data = spares->Take();
+        buf = spares->Take();
       } else {
-        blk.data.reserve(block_bytes_);
+        buf.resize(store::EncodedBytes(block_bytes_));
       }
     }
-    blk.data.insert(blk.data.end(), src, src + take);
+    const uint64_t need = store::EncodedBytes(in_block + take);
+    if (buf.size() < need) buf.resize(need);
+    store::CopyIntoSectors(buf.data(), in_block, src, take);
     const uint32_t o = obj.bytes;
     obj.bytes += static_cast<uint32_t>(take);
-    if (blk.data.size() == block_bytes_) {
+    if (in_block + take == block_bytes_) {
       blk.state = LogObject::BlockState::kPutting;
       puts->push_back(MakePut(current_, b));
     }
@@ -512,8 +519,10 @@ InodeDevice::PutItem InodeDevice::MakePut(const std::shared_ptr<LogObject>& obj,
   p.block = b;
   const uint64_t size = obj->sealed ? obj->bytes : (static_cast<uint64_t>(b) + 1) * block_bytes_;
   p.key = BlockKey(Raw(obj->id), b, size, block_bytes_);
-  // The block is full or sealed: its buffer no longer changes while the put reads it.
-  p.data = obj->blocks[b].data.data();
+  // The block is full or sealed: its data no longer changes while the put reads it (the store
+  // writes only the CRC slots, which readers of the block never copy).
+  p.owner = obj->blocks[b].data;
+  p.encoding = p.owner->data();
   return p;
 }
 
@@ -529,7 +538,7 @@ void InodeDevice::SubmitPuts(const PutList& puts) {
     ctx->dev = this;
     ctx->obj = p.obj;
     ctx->block = p.block;
-    ctx->req.ResetPut(p.key, p.data);
+    ctx->req.ResetPutEncoding(p.key, p.encoding, p.owner);
     if (defer_sync_) ctx->req.put_sync = store::PutSync::kDeferred;
     ctx->req.done = &InodeDevice::OnPutDone;
     ctx->req.ctx = ctx;
@@ -542,6 +551,7 @@ void InodeDevice::OnPutDone(store::StoreRequest* req) {
   std::unique_ptr<PutCtx> ctx(static_cast<PutCtx*>(req->ctx));
   InodeDevice* dev = ctx->dev;
   std::unique_ptr<SyncCtx> sync;
+  req->data_owner.reset();  // before FinishBlock counts the buffer's references
   {
     std::lock_guard<std::mutex> lock(dev->mu_);
     FinishBlock(ctx->obj->blocks[ctx->block], req->status,
@@ -869,7 +879,7 @@ void InodeDevice::DiscardPending() {
 }
 
 std::vector<std::pair<uint32_t, uint32_t>> InodeDevice::FreezeLocked(
-    std::vector<char> content, uint64_t boundary,
+    const std::vector<char>& content, uint64_t boundary,
     std::vector<std::shared_ptr<LogObject>>* orphans) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<PendingRecord> newer;
@@ -893,7 +903,9 @@ std::vector<std::pair<uint32_t, uint32_t>> InodeDevice::FreezeLocked(
   obj->bytes = static_cast<uint32_t>(content.size());
   obj->sealed = true;
   obj->blocks.resize(1);
-  obj->blocks[0].data = std::move(content);
+  obj->blocks[0].data =
+      std::make_shared<std::vector<char>>(store::EncodedBytes(content.size()));
+  store::CopyIntoSectors(obj->blocks[0].data->data(), 0, content.data(), content.size());
   PendingRecord r;
   // Below every newer record: the seqs below the boundary are those of the records it
   // replaces (the flush packs only when there is a record, so boundary >= 1).

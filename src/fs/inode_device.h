@@ -5,9 +5,12 @@
 //   write   appended to the file's write log: the current LogObject (a stored slice being
 //           built, up to 64 MiB). A write contiguous with the previous one (in the file and in
 //           the object) extends its record, so sequential writeback makes one large record;
-//           random writeback makes many records in one object. Each block of the object is put
-//           to the store as soon as it is full (once it is durable its buffer is kept as a spare
-//           for a later block, BlockBufferPool). On a store
+//           random writeback makes many records in one object. A block's buffer is its sector
+//           encoding (sector_codec.h), filled as the data comes, so its put is not encoded
+//           again: the store writes the CRCs into it and sends it (rados:) or copies it. Each
+//           block of the object is put to the store as soon as it is full (once it is durable
+//           its buffer is kept as a spare for a later block, BlockBufferPool, unless the store
+//           still holds it after a failed put). On a store
 //           that defers durability (dir:) the put skips the fsyncs and the block waits,
 //           written, for a sync: one batch per FsOptions::store_sync_batch_bytes of written
 //           blocks in the background, and one by every flush.
@@ -32,7 +35,8 @@
 //      unsealed.
 //   2. Pending records are in write order (seq ascending); a flush commits a prefix of them.
 //   3. A block's buffer is present until it is durable (kStored); after that it is read from
-//      the store.
+//      the store. Its data runs never change once the block is put (only its CRC slots, by
+//      the store's put), and it is reused only when no one else refers to it.
 //   4. Records are changed in place (CutPending) only under flush_mu_, which a flush holds
 //      from its copy of the records until they are committed.
 //   5. A record is committed only when every block of its object is kStored (durable).
@@ -74,7 +78,13 @@ struct LogObject {
   // in a sync request; kStored: durable.
   enum class BlockState : uint8_t { kFilling, kPutting, kWritten, kSyncing, kStored, kFailed };
   struct Block {
-    std::vector<char> data;  // present until the block is durable (kStored)
+    // The block's sector encoding (sector_codec.h) as it fills: its bytes in the sectors' data
+    // runs, the CRC slots written by the store when it is put, so a put sends (rados:) or
+    // copies (dir:, dev:) it without encoding it again. Present until the block is durable
+    // (kStored). Shared with the block's put in flight (StoreRequest::data_owner), and with
+    // the store after a put that failed without an answer: reused only when the block's
+    // reference is the last.
+    std::shared_ptr<std::vector<char>> data;
     BlockState state = BlockState::kFilling;
     Status error;
   };
@@ -161,7 +171,7 @@ class InodeDevice final : public io_internal::QueuedDevice {
   // same bytes again.
   // Returns the ranges the replaced records covered (FrozenBase::written).
   std::vector<std::pair<uint32_t, uint32_t>> FreezeLocked(
-      std::vector<char> content, uint64_t boundary,
+      const std::vector<char>& content, uint64_t boundary,
       std::vector<std::shared_ptr<LogObject>>* orphans);  // REQUIRES: flush_mu_
   // The pack writer committed the frozen record (chunk 0 now holds its kPacked slice).
   void Packed();
@@ -216,7 +226,8 @@ class InodeDevice final : public io_internal::QueuedDevice {
     std::shared_ptr<LogObject> obj;
     uint32_t block = 0;
     store::ObjectKey key;
-    const char* data = nullptr;
+    char* encoding = nullptr;
+    std::shared_ptr<std::vector<char>> owner;  // of encoding
   };
   using PutList = std::vector<PutItem>;
 

@@ -9,6 +9,12 @@
 // Each get of a batch is counted before the batch goes to the wrapped store, so the gets one
 // Submit sends are all counted as in flight together whatever the store's speed.
 //
+// It can fail puts as a rados: store fails one that timed out while librados may still send
+// its buffer (FailEncodedPutsHolding): the put goes through (it may have been applied), then
+// completes with IOError, and the wrapper keeps the request's data_owner and a copy of the
+// data the buffer held, so a test can check that nobody changed the buffer since
+// (HeldBuffersUnchanged): what the late message would otherwise send.
+//
 // Requests pass through unchanged except for `done` / `ctx`, which the wrapper borrows until
 // the wrapped store completes the request and gives back before the caller's completion runs.
 //
@@ -26,6 +32,7 @@
 #include <vector>
 
 #include "fs/store/block_store.h"
+#include "fs/store/sector_codec.h"
 
 namespace folio::fs::test {
 
@@ -77,6 +84,26 @@ class PowerCutStore final : public store::BlockStore {
     return unsynced_.count(key) != 0;
   }
 
+  // The next n puts of an encoding with a data_owner fail so (see the header).
+  void FailEncodedPutsHolding(uint32_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fail_holding_ = n;
+  }
+  // How many buffers are held, and whether each still holds the data it held at its failure.
+  size_t held() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_.size();
+  }
+  bool HeldBuffersUnchanged() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Held& h : held_) {
+      std::string now(h.data.size(), '\0');
+      store::CopyOutOfSectors(h.encoding, 0, now.data(), now.size());
+      if (now != h.data) return false;
+    }
+    return true;
+  }
+
   // The most gets in flight at once since the last ResetGetsInFlightMax().
   uint64_t gets_in_flight_max() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -105,6 +132,11 @@ class PowerCutStore final : public store::BlockStore {
   }
 
  private:
+  struct Held {
+    std::shared_ptr<const void> owner;
+    const char* encoding;
+    std::string data;  // its logical bytes when the put failed
+  };
   struct Borrowed {
     PowerCutStore* self;
     store::StoreDoneFn done;
@@ -117,6 +149,18 @@ class PowerCutStore final : public store::BlockStore {
     std::unique_ptr<Borrowed> b(static_cast<Borrowed*>(req->ctx));
     req->done = b->done;
     req->ctx = b->ctx;
+    if (req->op == store::StoreOp::kPut && req->encoding != nullptr &&
+        req->data_owner != nullptr && req->status.ok()) {
+      std::lock_guard<std::mutex> lock(b->self->mu_);
+      if (b->self->fail_holding_ > 0) {
+        --b->self->fail_holding_;
+        Held h{req->data_owner, req->encoding, std::string(req->key.bytes, '\0')};
+        store::CopyOutOfSectors(req->encoding, 0, h.data.data(), h.data.size());
+        b->self->held_.push_back(std::move(h));
+        req->status = Status::IOError(store::KeyText(req->key) +
+                                      ": put failed without an answer (PowerCutStore)");
+      }
+    }
     if (req->op == store::StoreOp::kGet) {
       std::lock_guard<std::mutex> lock(b->self->mu_);
       --b->self->gets_;
@@ -138,6 +182,8 @@ class PowerCutStore final : public store::BlockStore {
   std::unique_ptr<store::BlockStore> inner_;
   mutable std::mutex mu_;
   std::unordered_set<store::ObjectKey, store::ObjectKeyHash> unsynced_;  // GUARDED_BY(mu_)
+  uint32_t fail_holding_ = 0;  // GUARDED_BY(mu_)
+  std::vector<Held> held_;     // GUARDED_BY(mu_)
   uint64_t gets_ = 0, gets_max_ = 0;                                      // GUARDED_BY(mu_)
 };
 

@@ -4,9 +4,11 @@
 
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 
 #include "base/may_block.h"
+#include "fs/store/sector_codec.h"
 #include "io/device_util.h"
 
 namespace folio::store {
@@ -76,6 +78,15 @@ void CompleteRequest(StoreStats* stats, StoreRequest* req, Status status, uint64
   req->completed.store(true, std::memory_order_release);
 }
 
+void EncodePut(uint32_t seed, const StoreRequest& req, char* out) {
+  if (req.encoding == nullptr) {
+    EncodeObject(seed, req.data, req.key.bytes, out);
+    return;
+  }
+  std::memcpy(out, req.encoding, EncodedBytes(req.key.bytes));
+  FillSectorCrcs(seed, out, req.key.bytes);
+}
+
 Status ValidateRequest(const StoreRequest& req) {
   switch (req.op) {
     case StoreOp::kList:
@@ -86,7 +97,10 @@ Status ValidateRequest(const StoreRequest& req) {
       return Status::OK();
     case StoreOp::kPut:
       FOLIO_RETURN_IF_ERROR(ValidateKey(req.key));
-      if (req.data == nullptr) return Status::InvalidArgument(KeyText(req.key) + ": put without data");
+      if ((req.data == nullptr) == (req.encoding == nullptr)) {
+        return Status::InvalidArgument(KeyText(req.key) +
+                                       ": a put needs its data or its encoding (one of them)");
+      }
       return Status::OK();
     case StoreOp::kGet:
       FOLIO_RETURN_IF_ERROR(ValidateKey(req.key));

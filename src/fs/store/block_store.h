@@ -14,6 +14,16 @@
 //     touch the request again: the caller may free or reuse it.
 // Blocking wrappers (Put / Get / Delete / List) submit one request and wait for it.
 //
+// A put's bytes come as `data` (the logical bytes, which the store encodes into a buffer of its
+// own) or as `encoding` (the object's sector encoding built in place by the caller,
+// sector_codec.h: the store writes each sector's CRC slot with its own seed and may send the
+// buffer as it is). The store reads them until the put completed. One that sends an encoding
+// without copying it (rados:) may read it longer, after a put that failed without an answer
+// (its message may still sit in a connection's queue), and does so only when the request
+// carries a `data_owner` (a reference owning the buffer): it then holds a reference of its own
+// while it may read the bytes. Such a caller drops the request's reference once the put
+// completed and reuses the buffer only when its own is the last (use_count() == 1).
+//
 // Objects are immutable: a key is put once (a put over an existing key replaces it atomically;
 // the fs layer never does that except when retrying a put whose outcome it does not know).
 // Every object carries CRC32C (sector_codec.h) that every Get verifies, ranged or not: a
@@ -71,7 +81,9 @@ struct ObjectInfo {
 struct StoreRequest {
   StoreOp op = StoreOp::kGet;
   ObjectKey key;                 // kPut / kGet / kDelete
-  const char* data = nullptr;    // kPut: key.bytes logical bytes
+  const char* data = nullptr;    // kPut: key.bytes logical bytes, or null with `encoding`
+  char* encoding = nullptr;      // kPut: EncodedBytes(key.bytes) bytes (see the header)
+  std::shared_ptr<const void> data_owner;  // kPut with encoding, optional: owns it
   PutSync put_sync = PutSync::kNow;  // kPut: kDeferred only where the store DefersSync()
   std::span<const ObjectKey> sync_keys;  // kSync: the objects to make durable
   char* buf = nullptr;           // kGet: `length` bytes
@@ -93,6 +105,12 @@ struct StoreRequest {
     Reset(StoreOp::kPut);
     key = k;
     data = d;
+  }
+  void ResetPutEncoding(const ObjectKey& k, char* enc, std::shared_ptr<const void> owner) {
+    Reset(StoreOp::kPut);
+    key = k;
+    encoding = enc;
+    data_owner = std::move(owner);
   }
   void ResetGet(const ObjectKey& k, uint64_t off, uint64_t len, char* b) {
     Reset(StoreOp::kGet);
@@ -119,6 +137,8 @@ struct StoreRequest {
   void Reset(StoreOp o) {
     op = o;
     data = nullptr;
+    encoding = nullptr;
+    data_owner.reset();
     put_sync = PutSync::kNow;
     sync_keys = {};
     buf = nullptr;
@@ -239,6 +259,10 @@ void CompleteRequest(StoreStats* stats, StoreRequest* req, Status status, uint64
 
 // Checks what every store checks before it queues a request; OK or InvalidArgument.
 Status ValidateRequest(const StoreRequest& req);
+
+// A put's encoding with `seed` into out[0..EncodedBytes(req.key.bytes)): from its data or a
+// copy of its encoding with the CRCs of this seed (the request's buffer is not written).
+void EncodePut(uint32_t seed, const StoreRequest& req, char* out);
 
 // Writes a line through log (or to stderr when log is null).
 void StoreLog(const StoreLogFn& log, std::string_view line);

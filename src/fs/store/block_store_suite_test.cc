@@ -4,7 +4,9 @@
 // rados_store_test.cc.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -82,6 +84,49 @@ TEST_P(BlockStoreTest, InvalidRequestsCompleteWithInvalidArgument) {
   EXPECT_EQ(store_->Get(ObjectKey::Block(0, 0, 100), 0, 10, out.data()).code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(store_->Put(ObjectKey::Block(1, 0, 100), nullptr).code(), StatusCode::kInvalidArgument);
+  // Both the data and an encoding: which one is the object's is not for the store to guess.
+  std::vector<char> data(100, 'd'), enc(EncodedBytes(100));
+  StoreRequest both;
+  both.ResetPutEncoding(ObjectKey::Block(1, 0, 100), enc.data(), nullptr);
+  both.data = data.data();
+  EXPECT_EQ(store_->SubmitAndWait(&both).code(), StatusCode::kInvalidArgument);
+}
+
+// A put of the caller's encoding (StoreRequest::encoding, as a file's block buffer is put):
+// built in place with garbage in its CRC slots, it reads back like a put of the data, whole and
+// in ranges across sector edges; the store wrote only the CRC slots (the data runs still hold
+// the bytes); and once the put completed OK the store holds no reference to the buffer (a
+// caller may reuse it).
+TEST_P(BlockStoreTest, PutsOfACallersEncodingReadBackAndLetTheBufferGo) {
+  uint64_t id = 500;
+  for (uint32_t bytes : {1u, 4092u, 4093u, 65536u, 100000u, (1u << 20) + 5}) {
+    const ObjectKey k = ObjectKey::Block(++id, 1, bytes);
+    const std::string data = test::ObjectBytes(k);
+    auto buf = std::make_shared<std::vector<char>>(EncodedBytes(bytes), 0x5a);
+    CopyIntoSectors(buf->data(), 0, data.data(), bytes);
+    StoreRequest req;
+    req.ResetPutEncoding(k, buf->data(), buf);
+    ASSERT_TRUE(store_->SubmitAndWait(&req).ok()) << bytes << ": " << req.status.ToString();
+    req.data_owner.reset();
+    EXPECT_EQ(buf.use_count(), 1) << bytes << ": the store kept the buffer after a good put";
+    std::string runs(bytes, '\0');
+    CopyOutOfSectors(buf->data(), 0, runs.data(), bytes);
+    EXPECT_EQ(runs, data) << bytes << ": the store changed the data in the caller's buffer";
+    std::string out(bytes, '\0');
+    ASSERT_TRUE(store_->Get(k, 0, bytes, out.data()).ok()) << bytes;
+    EXPECT_EQ(out, data) << bytes;
+    for (uint64_t off : {uint64_t{0}, uint64_t{4091}, uint64_t{4092}, uint64_t{bytes / 2}}) {
+      if (off >= bytes) continue;
+      const uint64_t len = std::min<uint64_t>(bytes - off, 5000);
+      std::string part(len, '\0');
+      ASSERT_TRUE(store_->Get(k, off, len, part.data()).ok()) << bytes << " at " << off;
+      EXPECT_EQ(part, data.substr(off, len)) << bytes << " at " << off;
+    }
+  }
+  Result<std::vector<ObjectInfo>> blocks = store_->List(ObjectKind::kBlock);
+  ASSERT_TRUE(blocks.ok());
+  EXPECT_EQ(blocks->size(), 6u);
+  EXPECT_EQ(store_->stats().checksum_failures, 0u);
 }
 
 // A bit flipped in the stored object: the ranged get covering it fails with Corruption naming

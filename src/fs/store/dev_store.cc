@@ -359,8 +359,8 @@ void DevStoreImpl::StartWriteBatch() {
         dev::RecordHeader{type, req->key, item->rec.generation, item->rec.position},
         store_seed_, item->buf.data());
     if (type == dev::RecordType::kPut) {
-      EncodeObject(ObjectSeed(req->key, dev::RecordSalt(item->rec.generation, item->rec.position)),
-                   req->data, req->key.bytes, item->buf.data() + kUnitBytes);
+      EncodePut(ObjectSeed(req->key, dev::RecordSalt(item->rec.generation, item->rec.position)),
+                *req, item->buf.data() + kUnitBytes);
     }
     item->io.Reset(IoOp::kWrite, SegmentOffset(item->rec.segment) + item->rec.position,
                    record_bytes, item->buf.data());

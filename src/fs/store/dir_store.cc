@@ -60,7 +60,7 @@ class DirStore final : public BlockStore {
     std::vector<char> get;
   };
   Status Execute(StoreRequest* req, Scratch* scratch);
-  Status DoPut(const ObjectKey& key, const char* data, PutSync sync, AlignedBuffer* buf);
+  Status DoPut(const StoreRequest& req, AlignedBuffer* buf);
   Status DoSync(std::span<const ObjectKey> keys);
   Status DoGet(StoreRequest* req, std::vector<char>* scratch);
   Status DoDelete(const ObjectKey& key);
@@ -143,7 +143,7 @@ void DirStore::WorkerLoop() {
 
 Status DirStore::Execute(StoreRequest* req, Scratch* scratch) {
   switch (req->op) {
-    case StoreOp::kPut: return DoPut(req->key, req->data, req->put_sync, &scratch->put);
+    case StoreOp::kPut: return DoPut(*req, &scratch->put);
     case StoreOp::kGet: return DoGet(req, &scratch->get);
     case StoreOp::kDelete: return DoDelete(req->key);
     case StoreOp::kList: return DoList(req->list_kind, req->list_out);
@@ -152,20 +152,22 @@ Status DirStore::Execute(StoreRequest* req, Scratch* scratch) {
   return Status::InvalidArgument("store request: unknown operation");
 }
 
-Status DirStore::DoPut(const ObjectKey& key, const char* data, PutSync sync,
-                       AlignedBuffer* buf) {
+Status DirStore::DoPut(const StoreRequest& req, AlignedBuffer* buf) {
+  const ObjectKey& key = req.key;
   uint64_t encoded = EncodedBytes(key.bytes);
   if (buf->size() < encoded) {
     FOLIO_ASSIGN_OR_RETURN(*buf, AlignedBuffer::TryAllocate(encoded, kDirectAlignBytes));
   }
-  EncodeObject(ObjectSeed(key, 0), data, key.bytes, buf->data());
+  // Into the aligned buffer an O_DIRECT write needs, from the data or the caller's encoding.
+  EncodePut(ObjectSeed(key, 0), req, buf->data());
   std::string dir = base_ + "/" + ObjectDirName(key);
   std::string leaf = ObjectName("", key).substr(ObjectDirName(key).size() + 1);
   std::string temp =
       fmt::format("{}/.tmp.{}.{}.{}", dir, leaf, ::getpid(), temp_counter_.fetch_add(1));
   FOLIO_RETURN_IF_ERROR(WriteFileAtomically(base_, dir, temp, dir + "/" + leaf,
-                                            std::string_view(buf->data(), encoded), sync,
-                                            &stats_, WriteMode::kDirect, &direct_refused_));
+                                            std::string_view(buf->data(), encoded),
+                                            req.put_sync, &stats_, WriteMode::kDirect,
+                                            &direct_refused_));
   stats_.RecordStoredWrite(encoded);
   return Status::OK();
 }

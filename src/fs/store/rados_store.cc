@@ -8,6 +8,7 @@
 #include <charconv>
 #include <condition_variable>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -155,6 +156,9 @@ class RadosStore final : public BlockStore {
     StoreRequest* req;
     std::string name;
     IoBuffer buf;            // a put's encoding or a get's encoded range
+    // A put sent from the caller's encoding: the request's data_owner, held while librados
+    // may read the buffer.
+    std::shared_ptr<const void> owner;
     uint64_t put_bytes = 0;  // a put's encoded size
     EncodedRange range;
     rados_completion_t completion = nullptr;  // the C API's (not a zero-copy put's)
@@ -168,12 +172,15 @@ class RadosStore final : public BlockStore {
   // OSD (a timeout cancels it while its message may still sit in a connection's queue), its
   // buffer is never reused nor freed before the cluster is shut down (quarantine_). Once that
   // holds this many, puts copy (the C API): it holds at most this many plus the puts that were
-  // in flight then.
+  // in flight then. A put of the caller's encoding (StoreRequest::encoding, a file's block) is
+  // sent from that buffer when the request has a data_owner, which is then held the same way
+  // (held_); the caller's block buffer is the encoding, so no copy of the data is made at all.
   static constexpr size_t kQuarantineMax = 16;
+  // Whether the quarantine has room for one more buffer (a zero-copy put may go out).
+  bool QuarantineRoom();
   // The smallest spare buffer of at least `bytes` (a get of a small range must not take a
-  // block's buffer that the next put then allocates again), or a new one. quarantine_room:
-  // whether the quarantine has room for one more buffer (a zero-copy put may go out).
-  IoBuffer TakeBuffer(size_t bytes, bool* quarantine_room = nullptr);
+  // block's buffer that the next put then allocates again), or a new one.
+  IoBuffer TakeBuffer(size_t bytes);
   void GiveBuffer(IoBuffer b);
   // After an operation: the buffer goes back to spare_, or to quarantine_ when librados may
   // still refer to it.
@@ -201,12 +208,19 @@ class RadosStore final : public BlockStore {
   std::vector<IoBuffer> spare_;       // GUARDED_BY(spare_mu_)
   size_t spare_bytes_ = 0;            // GUARDED_BY(spare_mu_)
   std::vector<IoBuffer> quarantine_;  // GUARDED_BY(spare_mu_); freed after c_ is shut down
+  // The callers' encodings of puts that failed so (counted in quarantine_'s bound): released
+  // after c_ is shut down.
+  std::vector<std::shared_ptr<const void>> held_;  // GUARDED_BY(spare_mu_)
 };
 
-RadosStore::IoBuffer RadosStore::TakeBuffer(size_t bytes, bool* quarantine_room) {
+bool RadosStore::QuarantineRoom() {
+  std::lock_guard lock(spare_mu_);
+  return quarantine_.size() + held_.size() < kQuarantineMax;
+}
+
+RadosStore::IoBuffer RadosStore::TakeBuffer(size_t bytes) {
   {
     std::lock_guard lock(spare_mu_);
-    if (quarantine_room != nullptr) *quarantine_room = quarantine_.size() < kQuarantineMax;
     size_t best = spare_.size();
     for (size_t i = 0; i < spare_.size(); ++i) {
       const bool fits = spare_[i].bytes >= bytes;
@@ -292,13 +306,17 @@ void RadosStore::Start(StoreRequest* req) {
     Done(req, Status::OK());
     return;
   }
-  auto* op = new Op{this, req, ObjectName(options_.prefix, req->key), {}, 0, {}, nullptr, nullptr};
-  // A put takes its buffer first: whether it may go out without a copy is decided then.
-  bool zero_copy = false;
+  auto* op = new Op{this, req, ObjectName(options_.prefix, req->key), {}, {}, 0, {}, nullptr,
+                    nullptr};
+  // Whether a put may go out without a copy (the quarantine's room), and from whose buffer: the
+  // caller's encoding when it comes with one and an owner, else one of this store's.
+  const bool put = req->op == StoreOp::kPut;
+  const bool zero_copy = put && QuarantineRoom() &&
+                         (req->encoding == nullptr || req->data_owner != nullptr);
   IoBuffer enc;
-  if (req->op == StoreOp::kPut) {
+  if (put) {
     op->put_bytes = EncodedBytes(req->key.bytes);
-    enc = TakeBuffer(op->put_bytes, &zero_copy);
+    if (req->encoding == nullptr) enc = TakeBuffer(op->put_bytes);
   }
   if (!zero_copy) rados_aio_create_completion2(op, &RadosStore::OnComplete, &op->completion);
   int r = 0;
@@ -307,6 +325,18 @@ void RadosStore::Start(StoreRequest* req) {
       // Once an operation is queued its completion may run, and delete op, at any moment:
       // nothing below touches op after the call that queues it.
       const uint64_t bytes = op->put_bytes;
+      if (req->encoding != nullptr) {
+        FillSectorCrcs(ObjectSeed(req->key, 0), req->encoding, req->key.bytes);
+        if (zero_copy) {
+          op->owner = req->data_owner;
+          r = rados_cxx::AioWriteFullNoCopy(c_->io, op->name.c_str(), req->encoding, bytes,
+                                            &RadosStore::OnComplete, op, &op->cxx_completion);
+        } else {  // copied by the C API before it returns
+          r = rados_aio_write_full(c_->io, op->name.c_str(), op->completion, req->encoding,
+                                   bytes);
+        }
+        break;
+      }
       EncodeObject(ObjectSeed(req->key, 0), req->data, req->key.bytes, enc.data.get());
       if (zero_copy) {
         // The message refers to the buffer, which stays with the op until its completion.
@@ -368,8 +398,13 @@ void RadosStore::Finish(Op* op, int ret) {
   ReleaseCompletion(op);
   // ENOENT is the OSD's answer: the operation is over. Other errors may be a cancel (timeout)
   // of one whose message librados still holds.
-  ReturnBuffer(std::move(op->buf), ret < 0 && ret != -ENOENT);
-  delete op;
+  const bool maybe_referenced = ret < 0 && ret != -ENOENT;
+  if (maybe_referenced && op->owner != nullptr) {
+    std::lock_guard lock(spare_mu_);
+    held_.push_back(std::move(op->owner));
+  }
+  ReturnBuffer(std::move(op->buf), maybe_referenced);
+  delete op;  // with it the op's reference to the caller's encoding, when not held
   Done(req, std::move(s));
   tls_completing = prev;
 }

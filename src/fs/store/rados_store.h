@@ -1,9 +1,11 @@
 // The `rados:POOL[?conf=PATH&user=NAME&timeout=SECONDS]` block store: one RADOS object per
 // block or pack in a Ceph pool, through librados's asynchronous operations, many in flight
-// (StoreOptions::queue_depth_max). A put's encoding is sent from its reused buffer without a
-// copy (the C++ API; the C API copies every put into a fresh allocation); a buffer whose
-// operation failed without an OSD's answer (a timeout) is not reused until the cluster handle
-// is shut down, and once 16 are held so, puts copy again.
+// (StoreOptions::queue_depth_max). A put's encoding is sent without a copy (the C++ API; the C
+// API copies every put into a fresh allocation): the caller's own encoding (a file's block
+// buffer, StoreRequest::encoding, with its data_owner) after the CRCs are written into it, or
+// else a reused buffer it was encoded into. A buffer (or a caller's, through its owner) whose
+// operation failed without an OSD's answer (a timeout) is held until the cluster handle is
+// shut down, and once 16 are held so, puts copy again.
 //
 //   <prefix>/store.json                              what this is (format, version, prefix)
 //   <prefix>/chunks/<id/10^6>/<id/10^3>/<id>_<index>_<bytes>   (names: object_key.h)

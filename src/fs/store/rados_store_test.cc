@@ -5,11 +5,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "fs/store/block_store_suite.h"
 #include "fs/store/rados_store.h"
+#include "fs/store/sector_codec.h"
 #include "fs/store/store_url.h"
 #include "meta/server_fault.h"
 #include "meta/test_services.h"
@@ -117,7 +119,11 @@ TEST(RadosStoreTest, MissingPoolAndMissingVolumeAreNotFound) {
 // bytes of another key: after the OSD is back and other puts reused the spare buffers, each
 // timed-out object is absent or reads its own bytes. The 20 puts all go out without a copy
 // before the first times out; then 20 buffers are kept aside, more than 16, so the puts after
-// the OSD is back copy (the other path), and their objects are checked too.
+// the OSD is back copy (the other path), and their objects are checked too. Eight more puts
+// are of callers' encodings with an owner (StoreRequest::data_owner, as a file's block
+// buffers are put): sent from the caller's buffer, each is held by the store after its
+// timeout, so the caller cannot reuse it, until the store is gone; their objects are checked
+// the same way.
 TEST(RadosStoreTest, PutsThatTimedOutWhileTheOsdWasAwayNeverHoldAnotherKeysBytes) {
   FOLIO_SKIP_WITHOUT_SERVER("ceph");
   meta::OwnServer server("ceph");
@@ -131,6 +137,8 @@ TEST(RadosStoreTest, PutsThatTimedOutWhileTheOsdWasAwayNeverHoldAnotherKeysBytes
   ASSERT_TRUE(FormatBlockStore(url, options.prefix, FormatOptions{}, nullptr).ok());
   constexpr uint32_t kBytes = 256 << 10;
   constexpr int kPuts = 20;
+  constexpr int kEncodingPuts = 8;
+  std::vector<std::shared_ptr<std::vector<char>>> encodings;
   auto content = [](uint64_t id) {
     std::vector<char> v(kBytes);
     for (uint32_t i = 0; i < kBytes; ++i) v[i] = static_cast<char>((id * 131 + i * 7) >> 3);
@@ -148,9 +156,25 @@ TEST(RadosStoreTest, PutsThatTimedOutWhileTheOsdWasAwayNeverHoldAnotherKeysBytes
       reqs[i].ResetPut(ObjectKey::Block(100 + i, 0, kBytes), data[i].data());
       (*store)->Submit(&reqs[i]);
     }
+    std::vector<StoreRequest> enc_reqs(kEncodingPuts);
+    for (int i = 0; i < kEncodingPuts; ++i) {
+      const std::vector<char> v = content(300 + i);
+      encodings.push_back(std::make_shared<std::vector<char>>(EncodedBytes(kBytes)));
+      CopyIntoSectors(encodings.back()->data(), 0, v.data(), kBytes);
+      enc_reqs[i].ResetPutEncoding(ObjectKey::Block(300 + i, 0, kBytes),
+                                   encodings.back()->data(), encodings.back());
+      (*store)->Submit(&enc_reqs[i]);
+    }
     for (int i = 0; i < kPuts; ++i) {
       while (!reqs[i].completed.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       EXPECT_EQ(reqs[i].status.code(), StatusCode::kIOError) << reqs[i].status.ToString();
+    }
+    for (int i = 0; i < kEncodingPuts; ++i) {
+      StoreRequest& r = enc_reqs[i];
+      while (!r.completed.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      EXPECT_EQ(r.status.code(), StatusCode::kIOError) << r.status.ToString();
+      r.data_owner.reset();
+      EXPECT_GT(encodings[i].use_count(), 1) << "encoding put " << i << " was let go";
     }
     ASSERT_TRUE(server.Restart());
     // The same handle once the OSD is back (its placement groups may still be peering: retry
@@ -164,6 +188,9 @@ TEST(RadosStoreTest, PutsThatTimedOutWhileTheOsdWasAwayNeverHoldAnotherKeysBytes
       }
       ASSERT_TRUE(s.ok()) << s.ToString();
     }
+  }
+  for (int i = 0; i < kEncodingPuts; ++i) {
+    EXPECT_EQ(encodings[i].use_count(), 1) << "encoding put " << i << " still held";
   }
   auto store = OpenBlockStore(url, options, nullptr);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
@@ -180,11 +207,21 @@ TEST(RadosStoreTest, PutsThatTimedOutWhileTheOsdWasAwayNeverHoldAnotherKeysBytes
     ASSERT_TRUE(s.ok()) << "timed-out put " << i << ": " << s.ToString();
     EXPECT_EQ(got, content(100 + i)) << "timed-out put " << i;
   }
+  for (int i = 0; i < kEncodingPuts; ++i) {
+    Status s = (*store)->Get(ObjectKey::Block(300 + i, 0, kBytes), 0, kBytes, got.data());
+    if (s.IsNotFound()) {
+      ++absent;
+      continue;
+    }
+    ASSERT_TRUE(s.ok()) << "timed-out encoding put " << i << ": " << s.ToString();
+    EXPECT_EQ(got, content(300 + i)) << "timed-out encoding put " << i;
+  }
   for (int i = 0; i < kPuts; ++i) {
     ASSERT_TRUE((*store)->Get(ObjectKey::Block(200 + i, 0, kBytes), 0, kBytes, got.data()).ok());
     EXPECT_EQ(got, content(200 + i)) << "put " << i << " after the OSD came back";
   }
-  std::printf("timed-out puts: %d absent, %d applied whole\n", absent, kPuts - absent);
+  std::printf("timed-out puts: %d absent, %d applied whole\n", absent,
+              kPuts + kEncodingPuts - absent);
 }
 
 }  // namespace

@@ -57,6 +57,47 @@ void EncodeObject(uint32_t seed, const char* data, uint64_t logical_bytes, char*
   }
 }
 
+namespace {
+
+// glibc's memcpy through a pointer the compiler cannot see through: at -O3 GCC expands a
+// memcpy whose length it can bound (a sector's run, at most 4092 bytes) into `rep movsq`,
+// which copied these runs at well under glibc's speed on this machine's AMD EPYC (perf of a
+// 2 GiB sequential write: the block copy took about as long as two glibc copies).
+void* (*volatile g_copy_run)(void*, const void*, size_t) = &std::memcpy;
+
+}  // namespace
+
+void CopyIntoSectors(char* encoded, uint64_t off, const char* src, uint64_t len) {
+  while (len > 0) {
+    const uint64_t in = off % kSectorDataBytes;
+    const uint64_t n = std::min<uint64_t>(len, kSectorDataBytes - in);
+    g_copy_run(encoded + (off / kSectorDataBytes) * kSectorBytes + in, src, n);
+    off += n;
+    src += n;
+    len -= n;
+  }
+}
+
+void CopyOutOfSectors(const char* encoded, uint64_t off, char* dst, uint64_t len) {
+  while (len > 0) {
+    const uint64_t in = off % kSectorDataBytes;
+    const uint64_t n = std::min<uint64_t>(len, kSectorDataBytes - in);
+    g_copy_run(dst, encoded + (off / kSectorDataBytes) * kSectorBytes + in, n);
+    off += n;
+    dst += n;
+    len -= n;
+  }
+}
+
+void FillSectorCrcs(uint32_t seed, char* encoded, uint64_t logical_bytes) {
+  const uint64_t sectors = SectorCount(logical_bytes);
+  for (uint64_t s = 0; s < sectors; ++s) {
+    char* sector = encoded + s * kSectorBytes;
+    const uint64_t n = SectorDataLen(logical_bytes, s);
+    PutLe32(sector + n, SectorCrc(seed, s, sector, n));
+  }
+}
+
 EncodedRange EncodedRangeFor(uint64_t logical_bytes, uint64_t off, uint64_t len) {
   FOLIO_CHECK(len > 0 && off + len <= logical_bytes);
   uint64_t first = off / kSectorDataBytes;

@@ -42,6 +42,17 @@ uint64_t SectorCount(uint64_t logical_bytes);
 // Writes the encoding of data[0..logical_bytes) to out[0..EncodedBytes(logical_bytes)).
 void EncodeObject(uint32_t seed, const char* data, uint64_t logical_bytes, char* out);
 
+// An encoding built in place (the file system's block buffers): the data goes into the
+// sectors as it comes, and the CRCs are filled once, by the store, with its seed.
+// Copies src[0..len) to logical [off, off + len) of an encoding: the data runs of the sectors
+// it covers, never their CRC slots.
+void CopyIntoSectors(char* encoded, uint64_t off, const char* src, uint64_t len);
+// Copies logical [off, off + len) of an encoding to dst, unverified (bytes not sent yet).
+void CopyOutOfSectors(const char* encoded, uint64_t off, char* dst, uint64_t len);
+// Writes the CRC slot of every sector of encoded[0..EncodedBytes(logical_bytes)), whose data
+// runs hold the object: it is then EncodeObject's output for that data.
+void FillSectorCrcs(uint32_t seed, char* encoded, uint64_t logical_bytes);
+
 // The encoded byte range that a logical range needs: whole sectors, the last one possibly
 // short (at the end of the object).
 struct EncodedRange {
