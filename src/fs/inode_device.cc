@@ -310,8 +310,10 @@ Status InodeDevice::ReadRangeOnce(uint64_t pos, uint64_t len, const ReadDst& dst
     BounceGet& b = bounces.emplace_back();
     b.at = at;
     b.len = n;
+    // A spare is a whole block's encoding, longer than any get into it: it stays that long
+    // (b.len is the get's), so it goes back to the spares as it came.
     if (spares != nullptr) b.buf = spares->Take();
-    b.buf.resize(n);
+    if (b.buf.size() < n) b.buf.resize(n);
     batch.Get(key, off, n, b.buf.data());
   };
   uint64_t at = 0;  // bytes of the read before `pos`
