@@ -326,6 +326,9 @@ void RadosStore::Start(StoreRequest* req) {
       // nothing below touches op after the call that queues it.
       const uint64_t bytes = op->put_bytes;
       if (req->encoding != nullptr) {
+        // The CRC slots only (the data runs are read, never written). A retry of a put that
+        // failed while this store still holds its buffer writes the same bytes again: salt 0,
+        // the same key and data.
         FillSectorCrcs(ObjectSeed(req->key, 0), req->encoding, req->key.bytes);
         if (zero_copy) {
           op->owner = req->data_owner;
