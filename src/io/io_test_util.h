@@ -22,6 +22,7 @@
 #include "base/test_seed.h"
 #include "folio/block_device.h"
 #include "io/file_device_impl.h"
+#include "io/forwarding_device.h"
 
 namespace folio::io_test {
 
@@ -72,28 +73,7 @@ inline ::testing::AssertionResult Drain(BlockDevice* dev) {
     }                                                                                      \
   } while (0)
 
-// A device that passes every call to `inner` (not owned), for a test wrapper to override the
-// one it changes (usually Submit). RegisterArena keeps BlockDevice's no-op.
-class ForwardingDevice : public BlockDevice {
- public:
-  explicit ForwardingDevice(BlockDevice* inner) : inner_(inner) {}
-  std::string name() const override { return inner_->name(); }
-  uint32_t logical_block_bytes() const override { return inner_->logical_block_bytes(); }
-  uint64_t size_bytes() const override { return inner_->size_bytes(); }
-  uint32_t queue_depth() const override { return inner_->queue_depth(); }
-  uint64_t max_request_bytes() const override { return inner_->max_request_bytes(); }
-  bool supports_trim() const override { return inner_->supports_trim(); }
-  Status Submit(std::span<IoRequest* const> batch) override { return inner_->Submit(batch); }
-  Result<size_t> Poll(size_t min_complete) override { return inner_->Poll(min_complete); }
-  size_t InFlight() const override { return inner_->InFlight(); }
-  DeviceStatsSnapshot stats() const override { return inner_->stats(); }
-  void ResetStats() override { inner_->ResetStats(); }
-
- protected:
-  BlockDevice* forward_to() const { return inner_; }
-
- private:
-  BlockDevice* const inner_;
-};
+// The base of test wrappers that change one call of a device (io/forwarding_device.h).
+using ForwardingDevice = ::folio::ForwardingDevice;
 
 }  // namespace folio::io_test

@@ -15,33 +15,23 @@
 
 #include "base/check.h"
 #include "base/units.h"
+#include "io/forwarding_device.h"
 
 namespace folio::cli {
 namespace {
 
 // A device with the path locks it needs; stops a RAID volume before releasing them.
-class LockedDevice final : public BlockDevice {
+class LockedDevice final : public ForwardingDevice {
  public:
   LockedDevice(std::unique_ptr<BlockDevice> inner, std::vector<DeviceLock> locks)
-      : locks_(std::move(locks)), inner_(std::move(inner)) {}
+      : ForwardingDevice(inner.get()), locks_(std::move(locks)), inner_(std::move(inner)) {}
   ~LockedDevice() override {
     if (RaidDevice* raid = dynamic_cast<RaidDevice*>(inner_.get())) (void)raid->Stop();
     inner_.reset();  // before the locks go
   }
   BlockDevice* inner() const { return inner_.get(); }
 
-  std::string name() const override { return inner_->name(); }
-  uint32_t logical_block_bytes() const override { return inner_->logical_block_bytes(); }
-  uint64_t size_bytes() const override { return inner_->size_bytes(); }
-  uint32_t queue_depth() const override { return inner_->queue_depth(); }
-  uint64_t max_request_bytes() const override { return inner_->max_request_bytes(); }
-  bool supports_trim() const override { return inner_->supports_trim(); }
-  Status Submit(std::span<IoRequest* const> batch) override { return inner_->Submit(batch); }
-  Result<size_t> Poll(size_t min_complete) override { return inner_->Poll(min_complete); }
-  size_t InFlight() const override { return inner_->InFlight(); }
   Status RegisterArena(FolioArena* arena) override { return inner_->RegisterArena(arena); }
-  DeviceStatsSnapshot stats() const override { return inner_->stats(); }
-  void ResetStats() override { inner_->ResetStats(); }
 
  private:
   std::vector<DeviceLock> locks_;

@@ -198,24 +198,20 @@ TEST(RadosStoreTest, PutsThatTimedOutWhileTheOsdWasAwayNeverHoldAnotherKeysBytes
   int absent = 0;
   ASSERT_TRUE((*store)->Get(ObjectKey::Block(1, 0, kBytes), 0, kBytes, got.data()).ok());
   EXPECT_EQ(got, content(1));
-  for (int i = 0; i < kPuts; ++i) {
-    Status s = (*store)->Get(ObjectKey::Block(100 + i, 0, kBytes), 0, kBytes, got.data());
-    if (s.IsNotFound()) {
-      ++absent;
-      continue;
+  // Each timed-out object (ids first .. first + n - 1) is absent or holds its own bytes.
+  auto check_timed_out = [&](uint64_t first, int n) {
+    for (int i = 0; i < n; ++i) {
+      Status s = (*store)->Get(ObjectKey::Block(first + i, 0, kBytes), 0, kBytes, got.data());
+      if (s.IsNotFound()) {
+        ++absent;
+        continue;
+      }
+      ASSERT_TRUE(s.ok()) << "timed-out put of " << first + i << ": " << s.ToString();
+      EXPECT_EQ(got, content(first + i)) << "timed-out put of " << first + i;
     }
-    ASSERT_TRUE(s.ok()) << "timed-out put " << i << ": " << s.ToString();
-    EXPECT_EQ(got, content(100 + i)) << "timed-out put " << i;
-  }
-  for (int i = 0; i < kEncodingPuts; ++i) {
-    Status s = (*store)->Get(ObjectKey::Block(300 + i, 0, kBytes), 0, kBytes, got.data());
-    if (s.IsNotFound()) {
-      ++absent;
-      continue;
-    }
-    ASSERT_TRUE(s.ok()) << "timed-out encoding put " << i << ": " << s.ToString();
-    EXPECT_EQ(got, content(300 + i)) << "timed-out encoding put " << i;
-  }
+  };
+  check_timed_out(100, kPuts);
+  check_timed_out(300, kEncodingPuts);
   for (int i = 0; i < kPuts; ++i) {
     ASSERT_TRUE((*store)->Get(ObjectKey::Block(200 + i, 0, kBytes), 0, kBytes, got.data()).ok());
     EXPECT_EQ(got, content(200 + i)) << "put " << i << " after the OSD came back";
