@@ -31,6 +31,7 @@
 
 #include "bench/engine_spec.h"
 #include "bench/jobfile.h"
+#include "bench/kernel_folios.h"
 #include "bench/workload.h"
 #include "folio/arena.h"
 #include "folio/block_device.h"
@@ -82,6 +83,9 @@ struct EngineContext {
   // for the reason in `unlimited_why`.
   MemoryCgroup* memcg = nullptr;
   std::string unlimited_why;
+  // The kernel engine's pre_read leaves the file in 4 KiB folios (POSIX_FADV_RANDOM: no
+  // readahead), as the kernel caches a FUSE file, instead of the large folios readahead makes.
+  bool pre_read_small_folios = false;
 };
 
 // Bytes of buffers a direct=1 folio run of `job` takes from its arena: numjobs * iodepth
@@ -116,6 +120,10 @@ class Engine {
   virtual MemoryReport memory() const = 0;
   // Set after Finish for folio engines.
   virtual const FolioRunStats* folio_stats() const { return nullptr; }
+  // Set after Finish by the kernel engine of a buffered job that pre-reads: the folios the
+  // kernel's page cache held the job's region in after the run (null: not taken, or not
+  // supported here; a note says why).
+  virtual const KernelFolioCensus* kernel_folios() const { return nullptr; }
   // Remarks for the report (e.g. "page cache dropped, then file pre-read").
   virtual std::vector<std::string> notes() const { return {}; }
 };

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "base/aligned_buffer.h"
 #include "base/check.h"
@@ -200,15 +201,23 @@ class KernelEngine : public Engine {
     }
     if (ctx_.job.pre_read) {
       // Read right before the run, not at file creation: the machine's proactive reclaim
-      // evicts cold page cache, so an earlier read would not still be resident.
+      // evicts cold page cache, so an earlier read would not still be resident. Readahead
+      // puts the pages in large folios where the file system supports them; without it
+      // (POSIX_FADV_RANDOM) every page is a 4 KiB folio of its own.
+      if (ctx_.pre_read_small_folios) posix_fadvise(fd_, 0, 0, POSIX_FADV_RANDOM);
       AlignedBuffer buf = NewRandomBuffer(1 << 20);
       const uint64_t end = ctx_.region_offset + ctx_.region_bytes;
       for (uint64_t pos = ctx_.region_offset; pos < end && !ctx_.stop->load(); pos += 1 << 20) {
         const uint64_t len = std::min<uint64_t>(1 << 20, end - pos);
         FOLIO_RETURN_IF_ERROR(FullIo(fd_, false, buf.data(), len, pos, ctx_.path));
       }
-      notes_.push_back("kernel: page cache dropped, then the file read once right before the "
-                       "run (proactive reclaim evicts cold page cache)");
+      if (ctx_.pre_read_small_folios) posix_fadvise(fd_, 0, 0, POSIX_FADV_NORMAL);
+      notes_.push_back(
+          ctx_.pre_read_small_folios
+              ? "kernel: page cache dropped, then the file read once right before the run "
+                "with POSIX_FADV_RANDOM (no readahead, so in 4 KiB folios)"
+              : "kernel: page cache dropped, then the file read once right before the "
+                "run (proactive reclaim evicts cold page cache)");
     } else {
       notes_.push_back("kernel: buffered, page cache dropped before the run");
     }
@@ -236,6 +245,7 @@ class KernelEngine : public Engine {
       return Status::FromErrno(errno, ctx_.path + ": fdatasync");
     }
     if (ctx_.job.direct) return Status::OK();
+    if (ctx_.job.pre_read) TakeCensus();
     if (ctx_.memcg == nullptr) {
       memory_.kind = "machine";
       memory_.why = ctx_.unlimited_why;
@@ -255,9 +265,28 @@ class KernelEngine : public Engine {
 
   int64_t device_read_bytes() const override { return read_bytes_; }
   MemoryReport memory() const override { return memory_; }
+  const KernelFolioCensus* kernel_folios() const override {
+    return census_ ? &*census_ : nullptr;
+  }
   std::vector<std::string> notes() const override { return notes_; }
 
  private:
+  // What the cached run read from: the folios of its region in the kernel's page cache.
+  void TakeCensus() {
+    const uint64_t page = 4096;
+    const uint64_t start = ctx_.region_offset / page * page;
+    const uint64_t end = (ctx_.region_offset + ctx_.region_bytes) / page * page;
+    if (end <= start) return;
+    Result<KernelFolioCensus> c = TakeKernelFolioCensus(fd_, ctx_.path, start, end - start);
+    if (!c.ok()) {
+      notes_.push_back("kernel: the sizes of the file's folios are not known: " +
+                       std::string(c.status().message()));
+      return;
+    }
+    census_ = *c;
+    notes_.push_back("kernel: the file's page cache after the run: " + c->Summary());
+  }
+
   void LeaveCgroup() {
     if (!joined_) return;
     joined_ = false;
@@ -272,6 +301,7 @@ class KernelEngine : public Engine {
   int64_t read_bytes_start_ = -1;
   int64_t read_bytes_ = -1;
   MemoryReport memory_;
+  std::optional<KernelFolioCensus> census_;
   std::vector<std::string> notes_;
 };
 

@@ -448,6 +448,7 @@ Json ResultsJson(const std::vector<RunResult>& runs, uint64_t cache_bytes) {
       j["device_read_bytes"] = r.device_read_bytes;
     }
     if (r.has_folio) j["folio"] = FolioJson(r.folio);
+    if (r.kernel_folios) j["kernel_folios"] = KernelFoliosJson(*r.kernel_folios);
     if (!r.round_iops.empty()) j["round_iops"] = r.round_iops;
     j["notes"] = r.notes;
     jobs.push_back(j);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct RunResult {
   MemoryReport memory;
   int64_t device_read_bytes = -1;  // over the timed region; -1 = not counted
   std::vector<std::string> notes;
+  std::optional<KernelFolioCensus> kernel_folios;  // Engine::kernel_folios()
   // With --repeat N > 1: this is the median-IOPS run of the engine's N runs of the job, and
   // round_iops holds every run's IOPS in the order they ran (empty for a single run).
   std::vector<double> round_iops;

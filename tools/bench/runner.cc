@@ -584,6 +584,7 @@ Result<RunResult> RunEngineJob(const EngineContext& ctx, uint64_t seed, Progress
   r.memory = engine->memory();
   r.device_read_bytes = engine->device_read_bytes();
   r.notes = engine->notes();
+  if (const KernelFolioCensus* k = engine->kernel_folios()) r.kernel_folios = *k;
   return r;
 }
 

@@ -302,13 +302,27 @@ Status FsBench::RunIo(const IoPhase& phase) {
                           "dropped first); Folio's own cache may still hold part of it";
     if (p.notes.empty()) p.notes.push_back(n);
   }
+  // The cached reads also run on ext4 with its file in 4 KiB folios (kTargetExt4SmallFolios).
+  const bool cached_reads = phase.name.starts_with("randread-4k-cached");
+  std::vector<std::pair<std::string, std::string>> runs;  // (target, file)
   for (const Target& t : targets_) {
     const std::string file = t.data + (phase.large_file ? "/large.img" : "/cached.img");
+    runs.emplace_back(t.name, file);
+    if (cached_reads && t.name == kTargetExt4) runs.emplace_back(kTargetExt4SmallFolios, file);
+  }
+  for (const auto& [name, file] : runs) {
     std::vector<std::string> notes;
-    FOLIO_ASSIGN_OR_RETURN(double v, RunIoPhase(phase, file, env_, t.name + " " + phase.name,
-                                                &notes));
-    p.runs[t.name].push_back(v);
-    Done(t.name + " " + phase.name + ": " + FormatFsBenchValue(v) + " " + p.unit);
+    const bool small_folios = name == kTargetExt4SmallFolios;
+    FOLIO_ASSIGN_OR_RETURN(IoPhaseRun r, RunIoPhase(phase, file, env_, name + " " + phase.name,
+                                                    &notes, small_folios));
+    p.runs[name].push_back(r.value);
+    if (cached_reads && r.kernel_folios) p.kernel_folios[name] = *r.kernel_folios;
+    if (cached_reads && !r.kernel_folios && p.notes.empty()) {
+      p.notes.push_back("the kernel's folio sizes were not taken (/proc/kpageflags and the "
+                        "frame numbers of /proc/self/pagemap need root)");
+    }
+    Done(name + " " + phase.name + ": " + FormatFsBenchValue(r.value) + " " + p.unit +
+         (r.kernel_folios ? "; kernel page cache: " + r.kernel_folios->Summary() : ""));
   }
   return Status::OK();
 }

@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/kernel_folios.h"
+
 namespace folio::cli {
 
 struct FsBenchConfig {
@@ -73,6 +75,11 @@ int RunFsBench(const FsBenchConfig& c);
 inline constexpr char kTargetFolio[] = "folio";
 inline constexpr char kTargetExt4[] = "ext4";
 inline constexpr char kTargetPll[] = "passthrough_ll";
+// The cached-read phases only: ext4 once more with its file read without readahead, so its
+// page cache holds it in 4 KiB folios, as the kernel (6.18) holds every FUSE file. ext4 caches
+// a file read in large requests in folios of up to 2 MiB, and a cached 4 KiB read costs about
+// twice as much in 4 KiB folios: this is the like-for-like figure for both FUSE targets.
+inline constexpr char kTargetExt4SmallFolios[] = "ext4-4k-folios";
 
 // One phase's figure on every target it ran on, over the repeats.
 struct FsPhaseResult {
@@ -82,6 +89,9 @@ struct FsPhaseResult {
   uint32_t threads = 1;
   std::map<std::string, std::vector<double>> runs;   // target -> value of every repeat
   std::map<std::string, uint64_t> objects;           // small files: target -> store objects
+  // Cached reads: target -> the folios the kernel's page cache held its file in after its
+  // last run (absent: not taken, e.g. not root).
+  std::map<std::string, bench::KernelFolioCensus> kernel_folios;
   std::vector<std::string> notes;
 
   // The median of a target's runs; 0 when it did not run.

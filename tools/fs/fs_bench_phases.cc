@@ -323,8 +323,9 @@ std::vector<IoPhase> IoPhases(double runtime_s, uint64_t cached_bytes, uint64_t 
   return phases;
 }
 
-Result<double> RunIoPhase(const IoPhase& phase, const std::string& file, const PhaseEnv& env,
-                          const std::string& label, std::vector<std::string>* notes) {
+Result<IoPhaseRun> RunIoPhase(const IoPhase& phase, const std::string& file, const PhaseEnv& env,
+                              const std::string& label, std::vector<std::string>* notes,
+                              bool pre_read_small_folios) {
   bench::EngineContext ctx;
   ctx.job = phase.job;
   ctx.engine = bench::EngineSpec{};  // kernel: pread / pwrite through the target's path
@@ -336,13 +337,17 @@ Result<double> RunIoPhase(const IoPhase& phase, const std::string& file, const P
   ctx.stop = env.stop;
   ctx.memcg = env.memcg;
   ctx.unlimited_why = env.unlimited_why;
+  ctx.pre_read_small_folios = pre_read_small_folios;
   FOLIO_ASSIGN_OR_RETURN(bench::RunResult r,
                          bench::RunEngineJob(ctx, env.seed, env.progress, label));
   if (r.timed.interrupted || env.stop->load()) return Interrupted();
   for (const std::string& n : r.notes) {
     if (std::find(notes->begin(), notes->end(), n) == notes->end()) notes->push_back(n);
   }
-  return phase.mib_per_s ? r.bytes_per_s() / (1 << 20) : r.iops();
+  IoPhaseRun run;
+  run.value = phase.mib_per_s ? r.bytes_per_s() / (1 << 20) : r.iops();
+  run.kernel_folios = r.kernel_folios;
+  return run;
 }
 
 Result<std::vector<std::pair<std::string, double>>> RunMetadataPhases(

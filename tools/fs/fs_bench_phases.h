@@ -8,12 +8,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "base/progress.h"
 #include "bench/jobfile.h"
+#include "bench/kernel_folios.h"
 #include "folio/status.h"
 
 namespace folio::bench {
@@ -42,10 +44,18 @@ struct IoPhase {
 // The I/O phases for a runtime per phase and the two file sizes.
 std::vector<IoPhase> IoPhases(double runtime_s, uint64_t cached_bytes, uint64_t large_bytes);
 
-// Runs `phase` on `file` (of the phase's size) with the kernel engine; returns IOPS or MiB/s
-// and appends the engine's notes. `label` names the progress line.
-Result<double> RunIoPhase(const IoPhase& phase, const std::string& file, const PhaseEnv& env,
-                          const std::string& label, std::vector<std::string>* notes);
+struct IoPhaseRun {
+  double value = 0;  // IOPS or MiB/s
+  // A pre-reading phase: the folios the kernel's page cache held the file in after the run.
+  std::optional<bench::KernelFolioCensus> kernel_folios;
+};
+
+// Runs `phase` on `file` (of the phase's size) with the kernel engine and appends the engine's
+// notes. `label` names the progress line. pre_read_small_folios: the phase's pre-read leaves the
+// file in 4 KiB folios (bench::EngineContext).
+Result<IoPhaseRun> RunIoPhase(const IoPhase& phase, const std::string& file, const PhaseEnv& env,
+                              const std::string& label, std::vector<std::string>* notes,
+                              bool pre_read_small_folios = false);
 
 // The ops RunMetadataPhases times, in its order.
 inline constexpr const char* kMetadataOps[] = {"mkdir",   "create", "stat",  "open+close",

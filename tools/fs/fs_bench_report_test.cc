@@ -251,5 +251,44 @@ TEST(FsBenchReportTest, RowTargetSaysNotMeasuredWithoutAFigure) {
   }
 }
 
+TEST(FsBenchReportTest, CachedReadsShowExt4InFourKiBFoliosBesideTheVerdict) {
+  FsBenchReport r = FullRun();
+  FsPhaseResult* p = Find(&r, "randread-4k-cached-1t");
+  p->runs[kTargetFolio] = {120};  // 0.6x ext4 (200): the verdict stays the issue's
+  p->runs[kTargetExt4SmallFolios] = {100, 110, 90};
+  bench::KernelFolioCensus large, small;
+  large.pages = large.resident_pages = 1024;
+  large.folios = 2;
+  large.pages_by_order[9] = 1024;
+  small.pages = small.resident_pages = small.folios = small.pages_by_order[0] = 1024;
+  p->kernel_folios = {{kTargetExt4, large}, {kTargetFolio, small}};
+
+  const Verdict v = Targets(r)[kCached];
+  EXPECT_EQ(v.verdict, "NOT met");
+  EXPECT_TRUE(Contains(v.detail, "1t 0.600x")) << v.detail;
+  EXPECT_TRUE(Contains(v.detail, "against ext4 in 4 KiB folios (as the kernel caches FUSE "
+                                 "files): 1t 1.200x")) << v.detail;
+  EXPECT_TRUE(v.detail.ends_with("files): 1t 1.200x")) << v.detail;  // none at 4t
+
+  const nlohmann::json j = nlohmann::json::parse(FsBenchJson(r, FsBenchConfig{}));
+  for (const nlohmann::json& ph : j.at("phases")) {
+    if (ph.at("phase") != "randread-4k-cached-1t") {
+      EXPECT_FALSE(ph.contains("kernel_folios")) << ph.at("phase");
+      continue;
+    }
+    EXPECT_EQ(ph.at("values").at(kTargetExt4SmallFolios), 100);
+    EXPECT_DOUBLE_EQ(ph.at("ratios").at("folio/ext4-4k-folios").get<double>(), 1.2);
+    EXPECT_EQ(ph.at("kernel_folios").at(kTargetExt4).at("pages_by_folio_bytes").at("2097152"),
+              1024);
+    EXPECT_EQ(ph.at("kernel_folios").at(kTargetFolio).at("folios"), 1024);
+  }
+  const std::string table = FormatFsBenchTable(r, FsBenchConfig{});
+  EXPECT_TRUE(Contains(table, "ext4 with its file in 4 KiB folios, as the kernel caches a FUSE "
+                              "file: 100; folio/that 1.20x, pll/that 1.00x"))
+      << table;
+  EXPECT_TRUE(Contains(table, "kernel page cache by folio size: ext4 2M 100%; folio 4K 100%"))
+      << table;
+}
+
 }  // namespace
 }  // namespace folio::cli
