@@ -219,6 +219,44 @@ TEST_F(CliTest, TinyBenchRunsEveryEngine) {
   EXPECT_EQ(std::system(("test -z \"$(ls -d '" + dir_ + "'/folio-bench.* 2>/dev/null)\"").c_str()), 0);
 }
 
+// kernel:4k runs the pre-reading job with the file in 4 KiB folios (what the census says, as
+// root on a real kernel) and skips the job without pre_read, saying why.
+TEST_F(CliTest, KernelWithFourKiBFoliosRunsOnlyPreReadJobs) {
+  const std::string job = WriteFile("k4k.fio",
+                                    "[global]\nsize=8M\nruntime=1\ntime_based\n"
+                                    "[rr]\nrw=randread\nbs=4k\npre_read=1\n"
+                                    "[sw]\nrw=write\nbs=64k\n");
+  Outcome o = Run({"bench", "--cache", "64M", "--dir", dir_, "--output-format=json", "--engine",
+                   "kernel,kernel:4k", job});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  std::vector<std::string> runs;
+  for (const auto& run : j["jobs"]) {
+    const std::string name = run["jobname"].get<std::string>() + " " +
+                             run["engine"].get<std::string>();
+    runs.push_back(name);
+    if (name != "rr kernel:4k") continue;
+    const std::string notes = run["notes"].dump();
+    EXPECT_NE(notes.find("with POSIX_FADV_RANDOM (no readahead, so in 4 KiB folios)"),
+              std::string::npos) << notes;
+    if (run.contains("kernel_folios")) {
+      const nlohmann::json& k = run["kernel_folios"];
+      EXPECT_EQ(k["pages"], 2048);
+      EXPECT_EQ(k["folios"], k["resident_pages"]) << k.dump();
+      EXPECT_EQ(k["pages_by_folio_bytes"].size(), 1u) << k.dump();
+      EXPECT_EQ(k["pages_by_folio_bytes"]["4096"], k["resident_pages"]) << k.dump();
+    } else {
+      EXPECT_NE(notes.find("folios are not known"), std::string::npos) << notes;
+    }
+  }
+  EXPECT_EQ(runs, (std::vector<std::string>{"rr kernel", "rr kernel:4k", "sw kernel"}));
+  o = Run({"bench", "--cache", "64M", "--dir", dir_, "--engine", "kernel,kernel:4k", job});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("kernel:4k skipped: its 4 KiB folios come from a pre-read without "
+                       "readahead, and this job has no pre_read=1"),
+            std::string::npos) << o.out;
+}
+
 TEST_F(CliTest, TinyDirectBenchAndTable) {
   FOLIO_SKIP_WITHOUT_IO_URING();  // the kernel engine's direct=1 path is io_uring itself
   const std::string job = WriteFile("direct.fio",

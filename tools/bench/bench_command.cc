@@ -227,6 +227,7 @@ Command AddBenchCommand(CLI::App& root) {
   CLI::Option* engine =
       sub->add_option("--engine", args->engines,
                       "Comma-separated engines: limit (memcpy ceiling of cached jobs), kernel, "
+                      "kernel:4k (the kernel with a pre_read job's file in 4 KiB folios), "
                       "fio (the job run by the fio binary, ioengine=io_uring), folio:4k, "
                       "folio:dynamic, folio:fixed:SIZE (e.g. folio:fixed:64k)")
           ->default_str(std::string(bench::kDefaultEngines))

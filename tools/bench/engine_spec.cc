@@ -7,7 +7,7 @@ namespace folio::bench {
 namespace {
 
 constexpr std::string_view kChoices =
-    "use limit, kernel, fio, folio:4k, folio:dynamic or folio:fixed:SIZE (e.g. "
+    "use limit, kernel, kernel:4k, fio, folio:4k, folio:dynamic or folio:fixed:SIZE (e.g. "
     "folio:fixed:64k)";
 
 std::string LowerSize(uint64_t bytes) {
@@ -21,6 +21,7 @@ std::string LowerSize(uint64_t bytes) {
 std::string EngineSpec::Name() const {
   switch (kind) {
     case Kind::kKernel: return "kernel";
+    case Kind::kKernel4k: return "kernel:4k";
     case Kind::kFolio4k: return "folio:4k";
     case Kind::kFolioFixed: return "folio:fixed:" + LowerSize(fixed_bytes);
     case Kind::kFolioDynamic: return "folio:dynamic";
@@ -33,6 +34,7 @@ std::string EngineSpec::Name() const {
 std::string EngineSpec::PolicyName() const {
   switch (kind) {
     case Kind::kKernel: return "kernel";
+    case Kind::kKernel4k: return "kernel:4k";
     case Kind::kFolio4k: return "4k";
     case Kind::kFolioFixed: return "fixed:" + FormatSize(fixed_bytes);
     case Kind::kFolioDynamic: return "dynamic";
@@ -46,6 +48,8 @@ Result<EngineSpec> ParseEngine(std::string_view text) {
   EngineSpec e;
   if (text == "kernel") {
     e.kind = EngineSpec::Kind::kKernel;
+  } else if (text == "kernel:4k") {
+    e.kind = EngineSpec::Kind::kKernel4k;
   } else if (text == "limit") {
     e.kind = EngineSpec::Kind::kLimit;
   } else if (text == "fio") {

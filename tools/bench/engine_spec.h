@@ -1,6 +1,7 @@
 // EngineSpec: one `--engine` choice of `folio bench`: `limit` (memcpy from / to an anonymous
 // buffer: the ceiling of a cached run), the kernel (pread / pwrite on the file, buffered, or
-// O_DIRECT through io_uring as the job says), `fio` (the job run by Debian's fio binary, its
+// O_DIRECT through io_uring as the job says), `kernel:4k` (the kernel with the job's pre-read
+// made without readahead, so its page cache holds the file in 4 KiB folios), `fio` (the job run by Debian's fio binary, its
 // JSON parsed) or Folio with a folio policy (4k, fixed:SIZE, dynamic). Parsing is pure so the
 // CLI can reject a bad list before any work starts.
 //
@@ -17,7 +18,7 @@
 namespace folio::bench {
 
 struct EngineSpec {
-  enum class Kind { kKernel, kFolio4k, kFolioFixed, kFolioDynamic, kLimit, kFio } kind =
+  enum class Kind { kKernel, kKernel4k, kFolio4k, kFolioFixed, kFolioDynamic, kLimit, kFio } kind =
       Kind::kKernel;
   uint64_t fixed_bytes = 0;  // kFolioFixed: a power of two from 4K to 2M
 
@@ -26,11 +27,13 @@ struct EngineSpec {
   }
   // Runs on the file itself through the kernel (kernel, fio): needs a file, not a raid: / mem:
   // device, and runs at equal memory in the bench's memory cgroup.
-  bool uses_kernel_page_cache() const { return kind == Kind::kKernel || kind == Kind::kFio; }
-  // "kernel", "folio:4k", "folio:fixed:64k", "folio:dynamic", "limit", "fio".
+  bool uses_kernel_page_cache() const {
+    return kind == Kind::kKernel || kind == Kind::kKernel4k || kind == Kind::kFio;
+  }
+  // "kernel", "kernel:4k", "folio:4k", "folio:fixed:64k", "folio:dynamic", "limit", "fio".
   std::string Name() const;
   // The folio policy's name as PageCache prints it ("4k", "fixed:64K", "dynamic"), or
-  // "kernel" / "limit" / "fio".
+  // "kernel" / "kernel:4k" / "limit" / "fio".
   std::string PolicyName() const;
   bool operator==(const EngineSpec&) const = default;
 };

@@ -37,6 +37,7 @@ FolioPolicy PolicyFor(const EngineSpec& e) {
       break;
     case EngineSpec::Kind::kFolioDynamic:
     case EngineSpec::Kind::kKernel:
+    case EngineSpec::Kind::kKernel4k:
     case EngineSpec::Kind::kLimit:
     case EngineSpec::Kind::kFio:
       p.kind = FolioPolicy::Kind::kDynamic;

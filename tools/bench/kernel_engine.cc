@@ -195,7 +195,7 @@ class KernelEngine : public Engine {
     if (fdatasync(fd_) != 0) return Status::FromErrno(errno, ctx_.path + ": fdatasync");
     posix_fadvise(fd_, 0, 0, POSIX_FADV_DONTNEED);
     if (ctx_.job.direct) {
-      notes_.push_back("kernel: O_DIRECT through io_uring, " + std::to_string(ctx_.job.iodepth) +
+      notes_.push_back(Name() + ": O_DIRECT through io_uring, " + std::to_string(ctx_.job.iodepth) +
                        " in flight per thread (as fio's ioengine=io_uring)");
       return Status::OK();
     }
@@ -204,22 +204,24 @@ class KernelEngine : public Engine {
       // evicts cold page cache, so an earlier read would not still be resident. Readahead
       // puts the pages in large folios where the file system supports them; without it
       // (POSIX_FADV_RANDOM) every page is a 4 KiB folio of its own.
-      if (ctx_.pre_read_small_folios) posix_fadvise(fd_, 0, 0, POSIX_FADV_RANDOM);
+      const bool small_folios =
+          ctx_.pre_read_small_folios || ctx_.engine.kind == EngineSpec::Kind::kKernel4k;
+      if (small_folios) posix_fadvise(fd_, 0, 0, POSIX_FADV_RANDOM);
       AlignedBuffer buf = NewRandomBuffer(1 << 20);
       const uint64_t end = ctx_.region_offset + ctx_.region_bytes;
       for (uint64_t pos = ctx_.region_offset; pos < end && !ctx_.stop->load(); pos += 1 << 20) {
         const uint64_t len = std::min<uint64_t>(1 << 20, end - pos);
         FOLIO_RETURN_IF_ERROR(FullIo(fd_, false, buf.data(), len, pos, ctx_.path));
       }
-      if (ctx_.pre_read_small_folios) posix_fadvise(fd_, 0, 0, POSIX_FADV_NORMAL);
+      if (small_folios) posix_fadvise(fd_, 0, 0, POSIX_FADV_NORMAL);
       notes_.push_back(
-          ctx_.pre_read_small_folios
-              ? "kernel: page cache dropped, then the file read once right before the run "
+          small_folios
+              ? Name() + ": page cache dropped, then the file read once right before the run "
                 "with POSIX_FADV_RANDOM (no readahead, so in 4 KiB folios)"
-              : "kernel: page cache dropped, then the file read once right before the "
+              : Name() + ": page cache dropped, then the file read once right before the "
                 "run (proactive reclaim evicts cold page cache)");
     } else {
-      notes_.push_back("kernel: buffered, page cache dropped before the run");
+      notes_.push_back(Name() + ": buffered, page cache dropped before the run");
     }
     return Status::OK();
   }
@@ -255,7 +257,7 @@ class KernelEngine : public Engine {
     memory_.limit_bytes = ctx_.memcg->limit_bytes();
     memory_.peak_bytes = ctx_.memcg->PeakBytes();
     memory_.cgroup = ctx_.memcg->path();
-    notes_.push_back("kernel: in memory cgroup " + ctx_.memcg->path() + " (" +
+    notes_.push_back(Name() + ": in memory cgroup " + ctx_.memcg->path() + " (" +
                      ctx_.memcg->LimitName() + " " + FormatSize(memory_.limit_bytes) +
                      ", peak " + FormatSize(memory_.peak_bytes) + ")");
     LeaveCgroup();
@@ -271,6 +273,8 @@ class KernelEngine : public Engine {
   std::vector<std::string> notes() const override { return notes_; }
 
  private:
+  std::string Name() const { return ctx_.engine.Name(); }
+
   // What the cached run read from: the folios of its region in the kernel's page cache.
   void TakeCensus() {
     const uint64_t page = 4096;
@@ -279,12 +283,12 @@ class KernelEngine : public Engine {
     if (end <= start) return;
     Result<KernelFolioCensus> c = TakeKernelFolioCensus(fd_, ctx_.path, start, end - start);
     if (!c.ok()) {
-      notes_.push_back("kernel: the sizes of the file's folios are not known: " +
+      notes_.push_back(Name() + ": the sizes of the file's folios are not known: " +
                        std::string(c.status().message()));
       return;
     }
     census_ = *c;
-    notes_.push_back("kernel: the file's page cache after the run: " + c->Summary());
+    notes_.push_back(Name() + ": the file's page cache after the run: " + c->Summary());
   }
 
   void LeaveCgroup() {

@@ -20,6 +20,7 @@ constexpr int kPanelH = 260;
 const char* EngineColor(const EngineSpec& e, int index) {
   switch (e.kind) {
     case EngineSpec::Kind::kKernel: return "#8c8c8c";
+    case EngineSpec::Kind::kKernel4k: return "#b4b4b4";
     case EngineSpec::Kind::kLimit: return "#d4d4d4";
     case EngineSpec::Kind::kFio: return "#5f5f5f";
     case EngineSpec::Kind::kFolio4k: return "#4e79a7";
@@ -85,6 +86,7 @@ std::string ShortTag(const EngineSpec& e) {
     }
     case EngineSpec::Kind::kLimit: return "limit";
     case EngineSpec::Kind::kFio: return "fio";
+    case EngineSpec::Kind::kKernel4k: return "k4k";
     case EngineSpec::Kind::kKernel: break;
   }
   return "kernel";

@@ -10,7 +10,7 @@ namespace folio::bench {
 namespace {
 
 TEST(EngineSpecTest, ParsesEveryEngineAndRoundTripsNames) {
-  for (const char* name : {"kernel", "folio:4k", "folio:dynamic", "folio:fixed:64k",
+  for (const char* name : {"kernel", "kernel:4k", "folio:4k", "folio:dynamic", "folio:fixed:64k",
                            "folio:fixed:4k", "folio:fixed:2m"}) {
     Result<EngineSpec> e = ParseEngine(name);
     ASSERT_TRUE(e.ok()) << name << ": " << e.status().ToString();
@@ -21,14 +21,16 @@ TEST(EngineSpecTest, ParsesEveryEngineAndRoundTripsNames) {
   EXPECT_EQ(ParseEngine("folio:fixed:64K")->PolicyName(), "fixed:64K");
   EXPECT_EQ(ParseEngine("kernel")->PolicyName(), "kernel");
   EXPECT_FALSE(ParseEngine("kernel")->is_folio());
+  EXPECT_FALSE(ParseEngine("kernel:4k")->is_folio());
+  EXPECT_TRUE(ParseEngine("kernel:4k")->uses_kernel_page_cache());
   EXPECT_TRUE(ParseEngine("folio:4k")->is_folio());
 }
 
 TEST(EngineSpecTest, RejectsWithTheChoices) {
-  for (const char* bad : {"xfs", "folio", "folio:", "folio:8k", "Kernel", ""}) {
+  for (const char* bad : {"xfs", "folio", "folio:", "folio:8k", "Kernel", "kernel:2m", ""}) {
     Result<EngineSpec> e = ParseEngine(bad);
     ASSERT_FALSE(e.ok()) << bad;
-    EXPECT_NE(e.status().message().find("unknown engine; use limit, kernel, fio, folio:4k"),
+    EXPECT_NE(e.status().message().find("unknown engine; use limit, kernel, kernel:4k, fio, folio:4k"),
               std::string::npos) << e.status().message();
   }
   for (const char* bad : {"folio:fixed:3k", "folio:fixed:4m", "folio:fixed:2k",

@@ -482,6 +482,15 @@ int Bench::Run() {
           }
           continue;
         }
+        if (spec.kind == EngineSpec::Kind::kKernel4k && (p.job.direct || !p.job.pre_read)) {
+          if (round == 0) {
+            job_notes.push_back("kernel:4k skipped: its 4 KiB folios come from a pre-read "
+                                "without readahead, and this job " +
+                                std::string(p.job.direct ? "bypasses the page cache (direct=1)"
+                                                         : "has no pre_read=1"));
+          }
+          continue;
+        }
         const std::string round_label =
             config_.repeat > 1 ? fmt::format(" (run {}/{})", round + 1, config_.repeat) : "";
         Result<RunResult> r = RunOne(p, spec, job_seeds[j], round_label);
