@@ -52,6 +52,10 @@ Status ReadAll(int fd, void* buf, size_t len, uint64_t pos, const char* what) {
   return Status::OK();
 }
 
+Status NotThisMapping(const std::string& path) {
+  return Status::NotSupported(path + ": /proc/self/pagemap does not show this process's mapping");
+}
+
 }  // namespace
 
 uint64_t KernelFolioCensus::MeanFolioBytes() const {
@@ -180,7 +184,7 @@ Result<KernelFolioCensus> TakeKernelFolioCensus(int fd, const std::string& path,
   if (any_incore && !any_resident) {
     // Pages mincore saw resident and touched are mapped; a pagemap that shows none of them
     // does not describe this address space (a user-mode emulator translates addresses).
-    return Status::NotSupported(path + ": /proc/self/pagemap does not show this process's mapping");
+    return NotThisMapping(path);
   }
   // kpageflags in runs of consecutive frames: a large folio's pages are one read.
   for (size_t i = 0; i < n;) {
@@ -195,6 +199,13 @@ Result<KernelFolioCensus> TakeKernelFolioCensus(int fd, const std::string& path,
                                   pages[i].pfn * 8, "/proc/kpageflags"));
     for (size_t k = i; k < j; ++k) pages[k].kpageflags = flags[k - i];
     i = j;
+  }
+  // A page of a file's page cache is never anonymous: one that is means the frames are not
+  // this mapping's (the emulator case above, with another mapping at the same address).
+  for (const KernelPageInfo& p : pages) {
+    if (p.resident && Bit(p.kpageflags, kKpfAnon)) {
+      return NotThisMapping(path);
+    }
   }
   return CountKernelFolios(pages);
 }

@@ -29,6 +29,7 @@ namespace folio::bench {
 // Bits of /proc/kpageflags (include/uapi/linux/kernel-page-flags.h).
 inline constexpr int kKpfCompoundHead = 15;
 inline constexpr int kKpfCompoundTail = 16;
+inline constexpr int kKpfAnon = 12;
 
 // One page of the file, in file order.
 struct KernelPageInfo {

@@ -240,6 +240,12 @@ Status FsBench::Setup() {
       "cache=auto, 1 s timeouts; Folio keep_cache, 1 s timeouts); files are re-read right "
       "before every cached run (pre_read): the machine's proactive reclaim evicts cold pages");
   report_.fairness.push_back(
+      "NOT the same folios: a cached read on either FUSE mount is served from the kernel's page "
+      "cache of the FUSE file, which the kernel may hold in 4 KiB folios only (6.18 does), "
+      "while ext4 holds a file read in large requests in folios of up to 2 MiB; the cached-read "
+      "rows say which folios each file was in and add ext4 with its file in 4 KiB folios "
+      "(ext4-4k-folios: pre-read without readahead), the like-for-like figure");
+  report_.fairness.push_back(
       "small files and metadata: no fsync on any target (ext4 and passthrough_ll keep the data "
       "in the kernel's page cache; the kernel sends no syncfs to a FUSE server); Folio is "
       "mounted with -o meta_sync=fsync, ext4's durability contract (metadata durable at "
