@@ -3,6 +3,8 @@
 
 JOBS ?= $(shell nproc)
 CACHE ?= 1G
+# kernel:4k beside kernel: the first finding measured on the kernel's own page cache too.
+ENGINES ?= limit,kernel,kernel:4k,folio:4k,folio:fixed:64k,folio:dynamic
 BENCH_ARGS ?=
 RESYNC_ARGS ?= --model hdd --size 128M
 FS_BENCH_ARGS ?=
@@ -42,7 +44,7 @@ tsan: deps build/tsan/build.ninja
 #   3. Folio FS (SQLite metadata, a dir: store) against ext4 and passthrough_ll
 run: release
 	@echo "== 1/3 the large-folio experiment: folio bench bench/seed-large-folio.fio"
-	build/release/folio bench --cache $(CACHE) $(BENCH_ARGS) bench/seed-large-folio.fio
+	build/release/folio bench --cache $(CACHE) --engine $(ENGINES) $(BENCH_ARGS) bench/seed-large-folio.fio
 	@echo "== 2/3 RAID 5 resync per stripe unit: folio raid resync-bench"
 	build/release/folio raid resync-bench $(RESYNC_ARGS)
 	@echo "== 3/3 Folio FS against ext4 and passthrough_ll: folio fs bench"
