@@ -320,17 +320,22 @@ std::string FormatJobTable(const std::vector<RunResult>& runs,
   // The ratio columns: each row's IOPS over these rows' (when the job has them).
   const RunResult* limit = nullptr;
   const RunResult* kernel = nullptr;
+  const RunResult* kernel4k = nullptr;
   const RunResult* folio4k = nullptr;
   for (const RunResult& r : runs) {
     if (r.engine.kind == EngineSpec::Kind::kLimit) limit = &r;
     if (r.engine.kind == EngineSpec::Kind::kKernel) kernel = &r;
+    if (r.engine.kind == EngineSpec::Kind::kKernel4k) kernel4k = &r;
     if (r.engine.kind == EngineSpec::Kind::kFolio4k) folio4k = &r;
   }
   struct Base {
     const RunResult* run;
     const char* title;
   };
-  const Base bases[] = {{limit, "vs limit"}, {kernel, "vs kernel"}, {folio4k, "vs folio:4k"}};
+  const Base bases[] = {{limit, "vs limit"},
+                        {kernel, "vs kernel"},
+                        {kernel4k, "vs kernel:4k"},
+                        {folio4k, "vs folio:4k"}};
   char line[256];
   bool hits = false;  // the hit column, when any run measured one
   for (const RunResult& r : runs) hits = hits || r.hit_ratio() >= 0;

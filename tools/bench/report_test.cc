@@ -108,6 +108,14 @@ TEST(ReportTest, TableHasRatiosAndFolioStats) {
   EXPECT_NE(t.find("writeback 4 req (mean 64K)"), std::string::npos) << t;
   EXPECT_EQ(FormatJobTable({}), "");
   EXPECT_NE(FormatLegend().find("CPU s/GiB"), std::string::npos);
+  // With kernel:4k in the run, a column of ratios to it (folio:dynamic 750k / 500k).
+  runs.insert(runs.begin() + 1, FakeRun("kernel:4k", 2000000, 4));
+  const std::string k = FormatJobTable(runs);
+  EXPECT_NE(k.find("vs kernel  vs kernel:4k  vs folio:4k"), std::string::npos) << k;
+  const size_t row = k.find("  folio:dynamic ");
+  ASSERT_NE(row, std::string::npos) << k;
+  const std::string line = k.substr(row, k.find('\n', row) - row);
+  EXPECT_TRUE(line.ends_with("3.00x         1.50x        1.50x")) << line;
 }
 
 TEST(ReportTest, MedianRunKeepsTheMiddleRunAndEveryRoundInOrder) {
