@@ -121,9 +121,9 @@ class Engine {
   // Set after Finish for folio engines.
   virtual const FolioRunStats* folio_stats() const { return nullptr; }
   // Set after Finish by the kernel engine of a buffered job that pre-reads: the folios the
-  // kernel's page cache held the job's region in after the run (null: not taken, or not
-  // supported here; a note says why).
-  virtual const KernelFolioCensus* kernel_folios() const { return nullptr; }
+  // kernel's page cache held the job's region in after the run, or why they are not known
+  // (e.g. not root). Null: not taken.
+  virtual const Result<KernelFolioCensus>* kernel_folios() const { return nullptr; }
   // Remarks for the report (e.g. "page cache dropped, then file pre-read").
   virtual std::vector<std::string> notes() const { return {}; }
 };

@@ -247,27 +247,29 @@ class KernelEngine : public Engine {
       return Status::FromErrno(errno, ctx_.path + ": fdatasync");
     }
     if (ctx_.job.direct) return Status::OK();
-    if (ctx_.job.pre_read) TakeCensus();
     if (ctx_.memcg == nullptr) {
       memory_.kind = "machine";
       memory_.why = ctx_.unlimited_why;
-      return Status::OK();
+    } else {
+      memory_.kind = ctx_.memcg->version() == 1 ? "cgroup v1" : "cgroup v2";
+      memory_.limit_bytes = ctx_.memcg->limit_bytes();
+      memory_.peak_bytes = ctx_.memcg->PeakBytes();
+      memory_.cgroup = ctx_.memcg->path();
+      notes_.push_back(Name() + ": in memory cgroup " + ctx_.memcg->path() + " (" +
+                       ctx_.memcg->LimitName() + " " + FormatSize(memory_.limit_bytes) +
+                       ", peak " + FormatSize(memory_.peak_bytes) + ")");
+      LeaveCgroup();
     }
-    memory_.kind = ctx_.memcg->version() == 1 ? "cgroup v1" : "cgroup v2";
-    memory_.limit_bytes = ctx_.memcg->limit_bytes();
-    memory_.peak_bytes = ctx_.memcg->PeakBytes();
-    memory_.cgroup = ctx_.memcg->path();
-    notes_.push_back(Name() + ": in memory cgroup " + ctx_.memcg->path() + " (" +
-                     ctx_.memcg->LimitName() + " " + FormatSize(memory_.limit_bytes) +
-                     ", peak " + FormatSize(memory_.peak_bytes) + ")");
-    LeaveCgroup();
-    ctx_.memcg->Empty();  // the next engine starts cold
+    // Outside the cgroup, so the census's own memory (its arrays, the mapping's page tables) is
+    // never charged to the limit the runs share; before emptying it, which drops the pages.
+    if (ctx_.job.pre_read) TakeCensus();
+    if (ctx_.memcg != nullptr) ctx_.memcg->Empty();  // the next engine starts cold
     return Status::OK();
   }
 
   int64_t device_read_bytes() const override { return read_bytes_; }
   MemoryReport memory() const override { return memory_; }
-  const KernelFolioCensus* kernel_folios() const override {
+  const Result<KernelFolioCensus>* kernel_folios() const override {
     return census_ ? &*census_ : nullptr;
   }
   std::vector<std::string> notes() const override { return notes_; }
@@ -281,14 +283,11 @@ class KernelEngine : public Engine {
     const uint64_t start = ctx_.region_offset / page * page;
     const uint64_t end = (ctx_.region_offset + ctx_.region_bytes) / page * page;
     if (end <= start) return;
-    Result<KernelFolioCensus> c = TakeKernelFolioCensus(fd_, ctx_.path, start, end - start);
-    if (!c.ok()) {
-      notes_.push_back(Name() + ": the sizes of the file's folios are not known: " +
-                       std::string(c.status().message()));
-      return;
-    }
-    census_ = *c;
-    notes_.push_back(Name() + ": the file's page cache after the run: " + c->Summary());
+    census_ = TakeKernelFolioCensus(fd_, ctx_.path, start, end - start);
+    notes_.push_back(census_->ok() ? Name() + ": the file's page cache after the run: " +
+                                         (*census_)->Summary()
+                                   : Name() + ": the sizes of the file's folios are not known: " +
+                                         std::string(census_->status().message()));
   }
 
   void LeaveCgroup() {
@@ -305,7 +304,7 @@ class KernelEngine : public Engine {
   int64_t read_bytes_start_ = -1;
   int64_t read_bytes_ = -1;
   MemoryReport memory_;
-  std::optional<KernelFolioCensus> census_;
+  std::optional<Result<KernelFolioCensus>> census_;
   std::vector<std::string> notes_;
 };
 

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "base/units.h"
+#include "cli/cli_util.h"
 
 namespace folio::bench {
 
@@ -37,20 +38,6 @@ class Fd {
  private:
   int fd_;
 };
-
-Status ReadAll(int fd, void* buf, size_t len, uint64_t pos, const char* what) {
-  char* p = static_cast<char*>(buf);
-  while (len > 0) {
-    const ssize_t n = ::pread(fd, p, len, static_cast<off_t>(pos));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::FromErrno(errno, what);
-    if (n == 0) return Status::IOError(std::string(what) + ": short read");
-    p += n;
-    len -= static_cast<size_t>(n);
-    pos += static_cast<uint64_t>(n);
-  }
-  return Status::OK();
-}
 
 Status NotThisMapping(const std::string& path) {
   return Status::NotSupported(path + ": /proc/self/pagemap does not show this process's mapping");
@@ -159,34 +146,36 @@ Result<KernelFolioCensus> TakeKernelFolioCensus(int fd, const std::string& path,
   if (::mincore(map, bytes, incore.data()) != 0) return Status::FromErrno(errno, path + ": mincore");
   // Map each resident page into this process (a minor fault; never a read of the file).
   const volatile char* base = static_cast<const char*>(map);
+  size_t incore_pages = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (incore[i] & 1) (void)base[i * kPage];
+    if (!(incore[i] & 1)) continue;
+    (void)base[i * kPage];
+    ++incore_pages;
   }
   std::vector<uint64_t> entries(n);
-  FOLIO_RETURN_IF_ERROR(ReadAll(pagemap.get(), entries.data(), n * 8,
-                                reinterpret_cast<uintptr_t>(map) / kPage * 8,
-                                "/proc/self/pagemap"));
+  FOLIO_RETURN_IF_ERROR(cli::FullIo(pagemap.get(), false, reinterpret_cast<char*>(entries.data()),
+                                    n * 8, reinterpret_cast<uintptr_t>(map) / kPage * 8,
+                                    "/proc/self/pagemap"));
   std::vector<KernelPageInfo> pages(n);
+  size_t resident = 0;
   bool any_frame = false;
   for (size_t i = 0; i < n; ++i) {
     if (!(entries[i] & kPresent)) continue;  // evicted since mincore, or never resident
     pages[i].resident = true;
     pages[i].pfn = entries[i] & kPfnMask;
     any_frame = any_frame || pages[i].pfn != 0;
+    ++resident;
   }
-  const bool any_resident =
-      std::any_of(pages.begin(), pages.end(), [](const KernelPageInfo& p) { return p.resident; });
-  if (any_resident && !any_frame) {
+  if (resident > 0 && !any_frame) {
     return Status::NotSupported(path + ": /proc/self/pagemap hides frame numbers (needs root)");
   }
-  const bool any_incore =
-      std::any_of(incore.begin(), incore.end(), [](unsigned char v) { return (v & 1) != 0; });
-  if (any_incore && !any_resident) {
+  if (incore_pages > 0 && resident == 0) {
     // Pages mincore saw resident and touched are mapped; a pagemap that shows none of them
     // does not describe this address space (a user-mode emulator translates addresses).
     return NotThisMapping(path);
   }
   // kpageflags in runs of consecutive frames: a large folio's pages are one read.
+  std::vector<uint64_t> flags(n);
   for (size_t i = 0; i < n;) {
     if (!pages[i].resident) {
       ++i;
@@ -194,18 +183,16 @@ Result<KernelFolioCensus> TakeKernelFolioCensus(int fd, const std::string& path,
     }
     size_t j = i + 1;
     while (j < n && pages[j].resident && pages[j].pfn == pages[j - 1].pfn + 1) ++j;
-    std::vector<uint64_t> flags(j - i);
-    FOLIO_RETURN_IF_ERROR(ReadAll(kpageflags.get(), flags.data(), flags.size() * 8,
-                                  pages[i].pfn * 8, "/proc/kpageflags"));
-    for (size_t k = i; k < j; ++k) pages[k].kpageflags = flags[k - i];
-    i = j;
-  }
-  // A page of a file's page cache is never anonymous: one that is means the frames are not
-  // this mapping's (the emulator case above, with another mapping at the same address).
-  for (const KernelPageInfo& p : pages) {
-    if (p.resident && Bit(p.kpageflags, kKpfAnon)) {
-      return NotThisMapping(path);
+    FOLIO_RETURN_IF_ERROR(cli::FullIo(kpageflags.get(), false,
+                                      reinterpret_cast<char*>(flags.data() + i), (j - i) * 8,
+                                      pages[i].pfn * 8, "/proc/kpageflags"));
+    for (size_t k = i; k < j; ++k) {
+      // A page of a file's page cache is never anonymous: one that is means the frames are
+      // not this mapping's (the emulator case above, with another mapping at that address).
+      if (Bit(flags[k], kKpfAnon)) return NotThisMapping(path);
+      pages[k].kpageflags = flags[k];
     }
+    i = j;
   }
   return CountKernelFolios(pages);
 }

@@ -31,7 +31,9 @@ struct RunResult {
   MemoryReport memory;
   int64_t device_read_bytes = -1;  // over the timed region; -1 = not counted
   std::vector<std::string> notes;
-  std::optional<KernelFolioCensus> kernel_folios;  // Engine::kernel_folios()
+  // Engine::kernel_folios(): the census, or (kernel_folios_error) why it is not known.
+  std::optional<KernelFolioCensus> kernel_folios;
+  std::string kernel_folios_error;
   // With --repeat N > 1: this is the median-IOPS run of the engine's N runs of the job, and
   // round_iops holds every run's IOPS in the order they ran (empty for a single run).
   std::vector<double> round_iops;

@@ -593,7 +593,13 @@ Result<RunResult> RunEngineJob(const EngineContext& ctx, uint64_t seed, Progress
   r.memory = engine->memory();
   r.device_read_bytes = engine->device_read_bytes();
   r.notes = engine->notes();
-  if (const KernelFolioCensus* k = engine->kernel_folios()) r.kernel_folios = *k;
+  if (const Result<KernelFolioCensus>* k = engine->kernel_folios()) {
+    if (k->ok()) {
+      r.kernel_folios = **k;
+    } else {
+      r.kernel_folios_error = std::string(k->status().message());
+    }
+  }
   return r;
 }
 

@@ -323,9 +323,8 @@ Status FsBench::RunIo(const IoPhase& phase) {
                                                     &notes, small_folios));
     p.runs[name].push_back(r.value);
     if (cached_reads && r.kernel_folios) p.kernel_folios[name] = *r.kernel_folios;
-    if (cached_reads && !r.kernel_folios && p.notes.empty()) {
-      p.notes.push_back("the kernel's folio sizes were not taken (/proc/kpageflags and the "
-                        "frame numbers of /proc/self/pagemap need root)");
+    if (cached_reads && !r.kernel_folios_error.empty() && p.notes.empty()) {
+      p.notes.push_back("the kernel's folio sizes are not known: " + r.kernel_folios_error);
     }
     Done(name + " " + phase.name + ": " + FormatFsBenchValue(r.value) + " " + p.unit +
          (r.kernel_folios ? "; kernel page cache: " + r.kernel_folios->Summary() : ""));

@@ -347,6 +347,7 @@ Result<IoPhaseRun> RunIoPhase(const IoPhase& phase, const std::string& file, con
   IoPhaseRun run;
   run.value = phase.mib_per_s ? r.bytes_per_s() / (1 << 20) : r.iops();
   run.kernel_folios = r.kernel_folios;
+  run.kernel_folios_error = r.kernel_folios_error;
   return run;
 }
 

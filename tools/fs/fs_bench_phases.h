@@ -48,6 +48,7 @@ struct IoPhaseRun {
   double value = 0;  // IOPS or MiB/s
   // A pre-reading phase: the folios the kernel's page cache held the file in after the run.
   std::optional<bench::KernelFolioCensus> kernel_folios;
+  std::string kernel_folios_error;  // why kernel_folios is empty, when the census was tried
 };
 
 // Runs `phase` on `file` (of the phase's size) with the kernel engine and appends the engine's
