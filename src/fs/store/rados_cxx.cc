@@ -30,4 +30,31 @@ void ReleaseCompletion(void* completion) {
   static_cast<librados::AioCompletion*>(completion)->release();
 }
 
+int AioReadNoCopy(rados_ioctx_t io, const char* oid, uint64_t off, size_t len,
+                  rados_callback_t done, void* arg, void** completion, void** result) {
+  librados::IoCtx ctx;
+  librados::IoCtx::from_rados_ioctx_t(io, ctx);
+  librados::AioCompletion* c = librados::Rados::aio_create_completion(arg, done);
+  auto* bl = new ceph::bufferlist;
+  *completion = c;  // before the read is queued, as in AioWriteFullNoCopy
+  *result = bl;
+  const int r = ctx.aio_read(std::string(oid), c, bl, len, off);
+  if (r < 0) {
+    *completion = nullptr;
+    *result = nullptr;
+    c->release();
+    delete bl;
+    return r;
+  }
+  return 0;
+}
+
+const char* ReadResultData(void* result, size_t* len) {
+  auto* bl = static_cast<ceph::bufferlist*>(result);
+  *len = bl->length();
+  return bl->c_str();  // one buffer: its data in place; several: joined into one
+}
+
+void ReleaseReadResult(void* result) { delete static_cast<ceph::bufferlist*>(result); }
+
 }  // namespace folio::store::rados_cxx

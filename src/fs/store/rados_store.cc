@@ -128,9 +128,10 @@ class RadosStore final : public BlockStore {
       : url_(std::move(url)), options_(std::move(options)), c_(std::move(cluster)) {}
   ~RadosStore() override {
     Close();
-    // The cluster's messengers go first: buffers of failed operations (quarantine_) may be
-    // referenced by them until then.
+    // The cluster's messengers go first: buffers of failed operations (quarantine_,
+    // held_reads_) may be referenced by them until then.
     c_.reset();
+    for (void* r : held_reads_) rados_cxx::ReleaseReadResult(r);
   }
 
   std::string url() const override { return UrlText(url_); }
@@ -155,14 +156,15 @@ class RadosStore final : public BlockStore {
     RadosStore* store;
     StoreRequest* req;
     std::string name;
-    IoBuffer buf;            // a put's encoding or a get's encoded range
+    IoBuffer buf;            // a put's encoding made here
+    void* read = nullptr;    // a get's encoded range, in librados's buffer (rados_cxx.h)
     // A put sent from the caller's encoding: the request's data_owner, held while librados
     // may read the buffer.
     std::shared_ptr<const void> owner;
     uint64_t put_bytes = 0;  // a put's encoded size
     EncodedRange range;
-    rados_completion_t completion = nullptr;  // the C API's (not a zero-copy put's)
-    void* cxx_completion = nullptr;           // a zero-copy put's (rados_cxx.h)
+    rados_completion_t completion = nullptr;  // the C API's (a put that copies)
+    void* cxx_completion = nullptr;           // a zero-copy put's or a get's (rados_cxx.h)
   };
 
   // Spare buffers kept for the next operations, in bytes: the puts a few files keep in flight.
@@ -211,6 +213,9 @@ class RadosStore final : public BlockStore {
   // The callers' encodings of puts that failed so (counted in quarantine_'s bound): released
   // after c_ is shut down.
   std::vector<std::shared_ptr<const void>> held_;  // GUARDED_BY(spare_mu_)
+  // The results of gets that failed without an answer: freed after c_ is shut down. Not
+  // counted in the quarantine's bound: librados received nothing into them.
+  std::vector<void*> held_reads_;  // GUARDED_BY(spare_mu_)
 };
 
 bool RadosStore::QuarantineRoom() {
@@ -306,8 +311,8 @@ void RadosStore::Start(StoreRequest* req) {
     Done(req, Status::OK());
     return;
   }
-  auto* op = new Op{this, req, ObjectName(options_.prefix, req->key), {}, {}, 0, {}, nullptr,
-                    nullptr};
+  auto* op = new Op{this, req, ObjectName(options_.prefix, req->key), {}, nullptr, {}, 0, {},
+                    nullptr, nullptr};
   // Whether a put may go out without a copy (the quarantine's room), and from whose buffer: the
   // caller's encoding when it comes with one and an owner, else one of this store's.
   const bool put = req->op == StoreOp::kPut;
@@ -318,7 +323,10 @@ void RadosStore::Start(StoreRequest* req) {
     op->put_bytes = EncodedBytes(req->key.bytes);
     if (req->encoding == nullptr) enc = TakeBuffer(op->put_bytes);
   }
-  if (!zero_copy) rados_aio_create_completion2(op, &RadosStore::OnComplete, &op->completion);
+  const bool get = req->op == StoreOp::kGet;  // a get always goes through rados_cxx
+  if (!zero_copy && !get) {
+    rados_aio_create_completion2(op, &RadosStore::OnComplete, &op->completion);
+  }
   int r = 0;
   switch (req->op) {
     case StoreOp::kPut: {
@@ -357,9 +365,8 @@ void RadosStore::Start(StoreRequest* req) {
     }
     case StoreOp::kGet:
       op->range = EncodedRangeFor(req->key.bytes, req->offset, req->length);
-      op->buf = TakeBuffer(op->range.length);
-      r = rados_aio_read(c_->io, op->name.c_str(), op->completion, op->buf.data.get(),
-                         op->range.length, op->range.offset);
+      r = rados_cxx::AioReadNoCopy(c_->io, op->name.c_str(), op->range.offset, op->range.length,
+                                   &RadosStore::OnComplete, op, &op->cxx_completion, &op->read);
       break;
     case StoreOp::kDelete:
       r = rados_aio_remove(c_->io, op->name.c_str(), op->completion);
@@ -407,6 +414,14 @@ void RadosStore::Finish(Op* op, int ret) {
     held_.push_back(std::move(op->owner));
   }
   ReturnBuffer(std::move(op->buf), maybe_referenced);
+  if (op->read != nullptr) {
+    if (maybe_referenced) {
+      std::lock_guard lock(spare_mu_);
+      held_reads_.push_back(op->read);
+    } else {
+      rados_cxx::ReleaseReadResult(op->read);
+    }
+  }
   delete op;  // with it the op's reference to the caller's encoding, when not held
   Done(req, std::move(s));
   tls_completing = prev;
@@ -417,18 +432,21 @@ Status RadosStore::FinishGet(Op* op, int ret) {
   if (ret == -ENOENT) return Status::NotFound(fmt::format("{}: {} not in the store", url(), op->name));
   if (ret < 0) return RadosError(ret, url() + ": reading " + op->name);
   stats_.RecordStoredRead(static_cast<uint64_t>(ret));
-  if (static_cast<uint64_t>(ret) != op->range.length) {
+  size_t got = 0;
+  const char* encoded = rados_cxx::ReadResultData(op->read, &got);
+  if (static_cast<uint64_t>(ret) != op->range.length || got != op->range.length) {
     stats_.RecordChecksumFailure();
     Status s = Status::Corruption(fmt::format(
         "{}: {}: object is truncated (ends before byte {} of its encoding, {} expected); "
         "restore it or let fsck drop the files using it",
-        url(), op->name, op->range.offset + ret, EncodedBytes(req->key.bytes)));
+        url(), op->name, op->range.offset + std::min<uint64_t>(ret, got),
+        EncodedBytes(req->key.bytes)));
     StoreLog(options_.log, s.message());
     return s;
   }
   SectorMismatch mismatch;
-  if (!DecodeRange(ObjectSeed(req->key, 0), req->key.bytes, op->buf.data.get(), req->offset,
-                   req->length, req->buf, &mismatch)) {
+  if (!DecodeRange(ObjectSeed(req->key, 0), req->key.bytes, encoded, req->offset, req->length,
+                   req->buf, &mismatch)) {
     stats_.RecordChecksumFailure();
     Status s = SectorCorruption(url() + ": " + op->name, mismatch);
     StoreLog(options_.log, s.message());

@@ -3,7 +3,12 @@
 #include <gtest/gtest.h>
 #include <rados/librados.h>
 
+#include <unistd.h>
+
+#include <fmt/format.h>
+
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <memory>
 #include <thread>
@@ -124,6 +129,9 @@ TEST(RadosStoreTest, MissingPoolAndMissingVolumeAreNotFound) {
 // buffers are put): sent from the caller's buffer, each is held by the store after its
 // timeout, so the caller cannot reuse it, until the store is gone; their objects are checked
 // the same way.
+// Puts and gets in flight while the OSD is away fail with IOError after the URL's timeout;
+// the store keeps what librados may still refer to (put buffers, callers' encodings, gets'
+// receive buffers) until it is closed, and serves puts and ranged gets once the OSD is back.
 TEST(RadosStoreTest, PutsThatTimedOutWhileTheOsdWasAwayNeverHoldAnotherKeysBytes) {
   FOLIO_SKIP_WITHOUT_SERVER("ceph");
   meta::OwnServer server("ceph");
@@ -165,6 +173,24 @@ TEST(RadosStoreTest, PutsThatTimedOutWhileTheOsdWasAwayNeverHoldAnotherKeysBytes
                                    encodings.back()->data(), encodings.back());
       (*store)->Submit(&enc_reqs[i]);
     }
+    // Ranged gets of the object put before the OSD went away, across sector edges.
+    constexpr int kGets = 6;
+    std::vector<StoreRequest> get_reqs(kGets);
+    std::vector<std::vector<char>> get_bufs(kGets, std::vector<char>(kBytes));
+    auto get_range = [](int i) {
+      return std::pair<uint64_t, uint64_t>(i * 40000 + 4000, 4092 * (i + 1) + 17);
+    };
+    for (int i = 0; i < kGets; ++i) {
+      get_reqs[i].ResetGet(ObjectKey::Block(1, 0, kBytes), get_range(i).first, get_range(i).second,
+                           get_bufs[i].data());
+      (*store)->Submit(&get_reqs[i]);
+    }
+    for (int i = 0; i < kGets; ++i) {
+      while (!get_reqs[i].completed.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      EXPECT_EQ(get_reqs[i].status.code(), StatusCode::kIOError) << get_reqs[i].status.ToString();
+    }
     for (int i = 0; i < kPuts; ++i) {
       while (!reqs[i].completed.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       EXPECT_EQ(reqs[i].status.code(), StatusCode::kIOError) << reqs[i].status.ToString();
@@ -187,6 +213,13 @@ TEST(RadosStoreTest, PutsThatTimedOutWhileTheOsdWasAwayNeverHoldAnotherKeysBytes
         if (s.ok()) break;
       }
       ASSERT_TRUE(s.ok()) << s.ToString();
+    }
+    const std::vector<char> one = content(1);
+    for (int i = 0; i < kGets; ++i) {
+      const auto [off, len] = get_range(i);
+      Status s = (*store)->Get(ObjectKey::Block(1, 0, kBytes), off, len, get_bufs[i].data());
+      ASSERT_TRUE(s.ok()) << "get " << i << " after the OSD came back: " << s.ToString();
+      EXPECT_EQ(0, std::memcmp(get_bufs[i].data(), one.data() + off, len)) << "get " << i;
     }
   }
   for (int i = 0; i < kEncodingPuts; ++i) {
@@ -218,6 +251,43 @@ TEST(RadosStoreTest, PutsThatTimedOutWhileTheOsdWasAwayNeverHoldAnotherKeysBytes
   }
   std::printf("timed-out puts: %d absent, %d applied whole\n", absent,
               kPuts + kEncodingPuts - absent);
+}
+
+// An object cut short behind the store's back (`rados truncate`) is Corruption naming it and
+// how far it reaches, for a get of any range the cut reaches, and never bytes of anything else.
+TEST(RadosStoreTest, AnObjectCutShortIsCorruptionNamingWhereItEnds) {
+  FOLIO_SKIP_WITHOUT_SERVER("ceph");
+  const std::string url = FixtureUrl();
+  StoreOptions options;
+  options.prefix = fmt::format("cut-{}", ::getpid());
+  options.log = [](std::string_view) {};
+  ASSERT_TRUE(FormatBlockStore(url, options.prefix, FormatOptions{.force = true}, nullptr).ok());
+  auto store = OpenBlockStore(url, options, nullptr);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  constexpr uint32_t kBytes = 64 << 10;
+  std::vector<char> data(kBytes);
+  for (uint32_t i = 0; i < kBytes; ++i) data[i] = static_cast<char>(i * 13 + 5);
+  const ObjectKey key = ObjectKey::Block(7, 0, kBytes);
+  ASSERT_TRUE((*store)->Put(key, data.data()).ok());
+  Result<RadosUrl> u = ParseRadosUrl(url);
+  ASSERT_TRUE(u.ok());
+  std::string out;
+  const uint64_t cut = 3 * 4096 + 100;  // inside the fourth sector
+  ASSERT_EQ(RunRadosCommand(*u, fmt::format("truncate {} {}", (*store)->ObjectPath(key), cut),
+                            &out), 0) << out;
+  std::vector<char> got(kBytes);
+  ASSERT_TRUE((*store)->Get(key, 0, 4092 * 3, got.data()).ok()) << "the sectors before the cut";
+  EXPECT_EQ(0, std::memcmp(got.data(), data.data(), 4092 * 3));
+  for (auto [off, len] : {std::pair<uint64_t, uint64_t>{0, kBytes}, {4092 * 3, 10},
+                          {5000, 9000}, {40000, 100}}) {
+    Status s = (*store)->Get(key, off, len, got.data());
+    EXPECT_EQ(s.code(), StatusCode::kCorruption) << off << "+" << len << ": " << s.ToString();
+    EXPECT_NE(s.message().find((*store)->ObjectPath(key)), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.ToString();
+  }
+  EXPECT_GE((*store)->stats().checksum_failures, 4u);
+  EXPECT_EQ(RunRadosCommand(*u, "rm " + (*store)->ObjectPath(key), &out), 0) << out;
+  RunRadosCommand(*u, "rm " + options.prefix + "/store.json", &out);
 }
 
 }  // namespace
