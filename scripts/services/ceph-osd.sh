@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ceph-osd.sh DIR stop|kill|start ID -- stop (SIGTERM, waits), kill (SIGKILL) or start again one
 # OSD of the cluster ceph-up.sh DIR made (fault tests: an OSD going away mid-workload). start
-# waits until the monitor reports the OSD up again (CEPH_UP_TIMEOUT, default 120 s).
+# waits until the monitor reports the OSD up again (CEPH_UP_TIMEOUT, default 120 s), on the CPUs
+# ceph-up.sh's CEPH_CPUS gave the cluster.
 # Use bluestore (CEPH_OBJECTSTORE=bluestore) when data must survive a kill: memstore keeps
 # objects only across a clean stop.
 set -euo pipefail
@@ -33,6 +34,8 @@ case $ACTION in
     timeout 30 ceph -c "$CONF" --connect-timeout 20 osd down "$ID" >/dev/null 2>&1 || true ;;
   start)
     pid_of >/dev/null || ceph-osd -c "$CONF" -i "$ID"
+    # ceph-up.sh's CEPH_CPUS (DIR/cpus): the restarted OSD runs where the others do.
+    if [ -s "$DIR/cpus" ] && p=$(pid_of); then taskset -a -cp "$(cat "$DIR/cpus")" "$p" >/dev/null; fi
     for _ in $(seq "$TMO"); do osd_up && exit 0; sleep 1; done
     echo "ceph-osd.sh: osd.$ID not up after ${TMO}s" >&2; exit 1 ;;
   *) echo "usage: $0 DIR stop|kill|start ID" >&2; exit 2 ;;

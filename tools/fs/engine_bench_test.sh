@@ -67,16 +67,18 @@ nothing_left() {  # $1: what to call it
   if [ -z "$left" ]; then ok "$1: nothing left behind"; else fail "$1: left behind:$left"; fi
 }
 
-# 1. The quick run on every engine (and store).
-if "$FOLIO" fs bench --quick --json --dir "$T" "${ARGS[@]}" >"$T/out.json" 2>"$T/err"; then
+# 1. The quick run on every engine (and store), on one CPU of this machine (the last one this
+# script may use): the JSON must report that CPU as the bench's, and where the local OSD runs.
+CPU=$(python3 -c 'import os; print(max(os.sched_getaffinity(0)))')
+if taskset -c "$CPU" "$FOLIO" fs bench --quick --json --dir "$T" "${ARGS[@]}" >"$T/out.json" 2>"$T/err"; then
   ok "fs bench --meta --quick --json exits 0"
 else
   fail "fs bench --meta exited $?: $(tail -3 "$T/err")"
 fi
-if python3 - "$T/out.json" "$WANT_PG" "$WANT_CEPH" <<'PYEOF'
-import json, sys
+if python3 - "$T/out.json" "$WANT_PG" "$WANT_CEPH" "$CPU" <<'PYEOF'
+import json, os, sys
 r = json.load(open(sys.argv[1]))
-want_pg, want_ceph = sys.argv[2] == "1", sys.argv[3] == "1"
+want_pg, want_ceph, cpu = sys.argv[2] == "1", sys.argv[3] == "1", sys.argv[4]
 ops = ["mkdir", "create", "rename", "unlink", "lookup", "getattr", "slice-commit", "readdir-1k"]
 metas = ["sqlite", "redis"] + (["postgres"] if want_pg else [])
 stores = ["dir", "rados"] if want_ceph else ["dir"]
@@ -94,7 +96,8 @@ for m in metas:
             juice = m in ("redis", "postgres") and op in ("create", "getattr", "slice-commit", "readdir-1k")
             if o is not None and juice != ("juicefs_us" in o):
                 bad.append(f"{m}+{s} {op}: JuiceFS reference {'missing' if juice else 'unexpected'}")
-        for k in ("small_files_per_s", "seq_write_mib_s", "seq_read_mib_s"):
+        for k in ("small_files_per_s", "seq_write_mib_s", "seq_read_mib_s",
+                  "seq_write_cpu_s_per_gib", "seq_read_cpu_s_per_gib"):
             if not c[k] > 0:
                 bad.append(f"{m}+{s} {k}: {c[k]}")
 if len(combos) != len(metas) * len(stores):
@@ -111,8 +114,41 @@ elif want_ceph:
     for k in ("write_mib_s", "seq_mib_s"):
         if runs and rb[0][k] != max(x[k] for x in runs):
             bad.append(f"rados bench {k} {rb[0][k]} is not the highest of {runs}")
+    for x in runs:
+        if not (x["write_cpu_s_per_gib"] > 0 and x["seq_cpu_s_per_gib"] > 0):
+            bad.append(f"rados bench CPU per GiB: {x}")
+    # Where the bench and the fixture's OSD (on this machine) may run, as /proc says.
+    p = r.get("cpu_placement")
+    osds = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if open(f"/proc/{pid}/comm").read().strip() != "ceph-osd":
+                continue
+            lst = next(l.split(":", 1)[1].strip() for l in open(f"/proc/{pid}/status")
+                       if l.startswith("Cpus_allowed_list:"))
+        except (OSError, StopIteration):
+            continue
+        osds.append({"pid": int(pid), "cpus": lst})
+    def cpus_of(text):
+        out = set()
+        for item in text.split(","):
+            lo, _, hi = item.partition("-")
+            out |= set(range(int(lo), int(hi or lo) + 1))
+        return out
+    if p is None:
+        bad.append("no cpu_placement with a rados store")
+    else:
+        if p["client_cpus"] != cpu:
+            bad.append(f"client_cpus {p['client_cpus']}, want {cpu} (taskset)")
+        if sorted(p["local_osds"], key=lambda o: o["pid"]) != sorted(osds, key=lambda o: o["pid"]):
+            bad.append(f"local_osds {p['local_osds']}, /proc has {osds}")
+        shared = any(int(cpu) in cpus_of(o["cpus"]) for o in osds)
+        if p["osd_shares_client_cpus"] != shared:
+            bad.append(f"osd_shares_client_cpus {p['osd_shares_client_cpus']}, want {shared}")
 if not want_ceph and rb:
     bad.append(f"rados bench without a rados store: {rb}")
+if not want_ceph and "cpu_placement" in r:
+    bad.append("cpu_placement without a rados store")
 print("\n".join(bad) if bad else f"{len(combos)} combinations x {len(ops)} ops")
 sys.exit(1 if bad else 0)
 PYEOF

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include <random>
 
 #include "base/clock.h"
+#include "base/cpu_placement.h"
 #include "base/progress.h"
 #include "base/units.h"
 #include "bench/datafile.h"
@@ -101,6 +103,9 @@ struct ComboResult {
   std::map<std::string, OpFigures> ops;
   double small_files_s = 0;
   double seq_write_mib_s = 0, seq_read_mib_s = 0;
+  // CPU time (user + system) of this whole process per GiB of the sequential write (fsync
+  // included) and read: the client's cost, librados's threads included.
+  double seq_write_cpu_s_per_gib = 0, seq_read_cpu_s_per_gib = 0;
   std::vector<std::string> notes;  // what the engine said when it opened (durability warnings)
 };
 
@@ -111,6 +116,7 @@ struct RadosCeiling {
   struct Run {
     uint64_t object_bytes = 0;
     double write_mib_s = 0, seq_mib_s = 0;
+    double write_cpu_s_per_gib = 0, seq_cpu_s_per_gib = 0;  // the `rados` command's
   };
   std::string pool;
   std::vector<Run> runs;
@@ -124,6 +130,36 @@ void Keep(Status* s, Status more) {
 }
 
 double Micros(uint64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+// CPU time (user + system) this process used so far, every thread.
+double ProcessCpuS() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// Where the client and the OSDs on this machine may run. A client sharing the OSD's CPUs
+// takes CPU from it: its throughput against `rados bench` then depends on its CPU per byte as
+// well as on its I/O (docs/fs.md, "RADOS: the OSD on CPUs of its own").
+struct CpuPlacement {
+  std::vector<int> client;          // this process's (and its `rados bench` children's)
+  std::vector<ProcessCpus> osds;    // ceph-osd processes on this machine
+  bool Shared() const {
+    for (const ProcessCpus& o : osds) {
+      if (CpusOverlap(client, o.cpus)) return true;
+    }
+    return false;
+  }
+};
+
+CpuPlacement PlacementNow() {
+  CpuPlacement p;
+  Result<std::vector<int>> mine = AllowedCpus();
+  if (mine.ok()) p.client = std::move(*mine);
+  p.osds = ProcessesNamed("ceph-osd");
+  return p;
+}
 
 // One volume on one engine and store, mounted in this process.
 class Volume {
@@ -260,6 +296,7 @@ class EngineBench {
   }
   std::string Text() const;
   std::string JsonText() const;
+  std::string PlacementLine() const;
   // The window a file reads ahead: --readahead as the page cache clamps it.
   uint64_t ReadaheadWindow() const {
     return EffectiveReadaheadBytes(c_.readahead_bytes, c_.cache_bytes);
@@ -272,6 +309,7 @@ class EngineBench {
   std::string label_;  // the combination running, for the progress line
   std::vector<ComboResult> results_;
   std::vector<RadosCeiling> rados_;
+  CpuPlacement placement_;  // taken with the `rados bench` runs
 };
 
 Status EngineBench::Time(const std::string& name, const std::function<Status(uint32_t)>& op,
@@ -451,6 +489,7 @@ Status EngineBench::Sequential(Volume* v, ComboResult* r) {
                                            O_RDWR | O_CREAT | O_EXCL));
     ino = o.attr.ino();
     const uint64_t t0 = MonotonicNowNs();
+    const double cpu0 = ProcessCpuS();
     Status s;
     for (uint64_t i = 0; i < n && s.ok(); ++i) {
       s = Stopped();
@@ -459,6 +498,7 @@ Status EngineBench::Sequential(Volume* v, ComboResult* r) {
     }
     if (s.ok()) s = v->fs()->Fsync(o.fh, false);
     const double secs = static_cast<double>(MonotonicNowNs() - t0) / 1e9;
+    r->seq_write_cpu_s_per_gib = (ProcessCpuS() - cpu0) * 1024.0 / static_cast<double>(n);
     Keep(&s, v->fs()->Release(o.fh));
     FOLIO_RETURN_IF_ERROR(s.WithContext("sequential write"));
     r->seq_write_mib_s = static_cast<double>(n) / secs;
@@ -469,6 +509,7 @@ Status EngineBench::Sequential(Volume* v, ComboResult* r) {
     FOLIO_ASSIGN_OR_RETURN(fs::FileSystem::Opened o, v->fs()->Open(root, ino, O_RDONLY));
     std::vector<char> buf(kMiB);
     const uint64_t t0 = MonotonicNowNs();
+    const double cpu0 = ProcessCpuS();
     Status s;
     for (uint64_t i = 0; i < n && s.ok(); ++i) {
       s = Stopped();
@@ -482,6 +523,7 @@ Status EngineBench::Sequential(Volume* v, ComboResult* r) {
       progress.Update((i + 1) * kMiB);
     }
     const double secs = static_cast<double>(MonotonicNowNs() - t0) / 1e9;
+    r->seq_read_cpu_s_per_gib = (ProcessCpuS() - cpu0) * 1024.0 / static_cast<double>(n);
     Keep(&s, v->fs()->Release(o.fh));
     FOLIO_RETURN_IF_ERROR(s.WithContext("sequential read"));
     r->seq_read_mib_s = static_cast<double>(n) / secs;
@@ -520,6 +562,7 @@ Status EngineBench::RunCombo(const std::string& meta, const std::string& store, 
 }
 
 void EngineBench::RadosCeilings() {
+  placement_ = PlacementNow();
   for (const std::string& store : c_.stores) {
     if (!store.starts_with("rados:")) continue;
     Result<store::RadosUrl> u = store::ParseRadosUrl(store);
@@ -533,19 +576,19 @@ void EngineBench::RadosCeilings() {
       const uint64_t objects = std::max<uint64_t>(1, c_.seq_bytes / size);
       Done(fmt::format("rados bench write, then seq, {} objects, at most {} s each, pool {}",
                        FormatSize(size), c_.rados_seconds, u->pool));
-      Result<double> w =
-          store::RadosBenchMiBs(*u, "write", c_.rados_seconds, 16, objects, run, size);
-      Result<double> q =
-          w.ok() ? store::RadosBenchMiBs(*u, "seq", c_.rados_seconds, 16, objects, run, size) : w;
+      Result<store::RadosBenchRun> w =
+          store::RunRadosBench(*u, "write", c_.rados_seconds, 16, objects, run, size);
+      Result<store::RadosBenchRun> q =
+          w.ok() ? store::RunRadosBench(*u, "seq", c_.rados_seconds, 16, objects, run, size) : w;
       std::string out;
       store::RunRadosCommand(*u, "cleanup --run-name " + run, &out);
       if (!q.ok()) {
         rc.error = std::string(q.status().message());
         break;
       }
-      rc.runs.push_back({size, *w, *q});
-      rc.write_mib_s = std::max(rc.write_mib_s, *w);
-      rc.seq_mib_s = std::max(rc.seq_mib_s, *q);
+      rc.runs.push_back({size, w->mib_s, q->mib_s, w->CpuSPerGiB(), q->CpuSPerGiB()});
+      rc.write_mib_s = std::max(rc.write_mib_s, w->mib_s);
+      rc.seq_mib_s = std::max(rc.seq_mib_s, q->mib_s);
     }
     rados_.push_back(rc);
   }
@@ -586,9 +629,14 @@ std::string EngineBench::Text() const {
   for (const ComboResult& r : results_) t += fmt::format("{:>22.1f}", r.seq_write_mib_s);
   t += "\n" + fmt::format("{:<14}", "seq read/s");
   for (const ComboResult& r : results_) t += fmt::format("{:>22.1f}", r.seq_read_mib_s);
+  t += "\n" + fmt::format("{:<14}", "write CPU/GiB");
+  for (const ComboResult& r : results_) t += fmt::format("{:>22.2f}", r.seq_write_cpu_s_per_gib);
+  t += "\n" + fmt::format("{:<14}", "read CPU/GiB");
+  for (const ComboResult& r : results_) t += fmt::format("{:>22.2f}", r.seq_read_cpu_s_per_gib);
   t += "\n";
   t += fmt::format(
-      "seq write/s, seq read/s: MiB/s. slice-commit: the engine's \"write\" transaction (mean); median / p99 are of the whole "
+      "seq write/s, seq read/s: MiB/s; write / read CPU/GiB: CPU seconds (user + system) of "
+      "this whole process per GiB of them (librados's threads included). slice-commit: the engine's \"write\" transaction (mean); median / p99 are of the whole "
       "4 KiB write + fsync, the block's put included. JuiceFS's figures: its metadata engines "
       "benchmark (Redis appendfsync=always, PostgreSQL 15; AWS c5, its own hardware): a "
       "reference, not a same-run ratio. Small files: {} of 1-64 KiB, create + write + close, "
@@ -607,15 +655,18 @@ std::string EngineBench::Text() const {
     }
     for (const RadosCeiling::Run& run : rc.runs) {
       t += fmt::format("rados bench on pool {} ({} objects, 16 in flight, {} each as Folio, at "
-                       "most {} s each): write {:.1f} MiB/s, seq {:.1f} MiB/s\n",
+                       "most {} s each): write {:.1f} MiB/s, seq {:.1f} MiB/s; CPU/GiB of the "
+                       "command: write {:.2f} s, seq {:.2f} s\n",
                        rc.pool, FormatSize(run.object_bytes), FormatSize(c_.seq_bytes),
-                       c_.rados_seconds, run.write_mib_s, run.seq_mib_s);
+                       c_.rados_seconds, run.write_mib_s, run.seq_mib_s,
+                       run.write_cpu_s_per_gib, run.seq_cpu_s_per_gib);
     }
     if (rc.runs.size() > 1) {
       t += fmt::format("the targets use the higher of each: write {:.1f} MiB/s, seq {:.1f} MiB/s\n",
                        rc.write_mib_s, rc.seq_mib_s);
     }
   }
+  if (!rados_.empty()) t += PlacementLine();
   // The targets.
   for (const ComboResult& r : results_) {
     for (const char* op : kOps) {
@@ -631,13 +682,30 @@ std::string EngineBench::Text() const {
         if (!rc.error.empty() || rc.write_mib_s <= 0 || rc.seq_mib_s <= 0) continue;
         const double w = r.seq_write_mib_s / rc.write_mib_s, q = r.seq_read_mib_s / rc.seq_mib_s;
         t += fmt::format("target {}+rados sequential >= 0.8x rados bench: write {:.2f}x {}, "
-                         "read {:.2f}x {}\n", r.meta, w, w >= 0.8 ? "met" : "NOT met", q,
-                         q >= 0.8 ? "met" : "NOT met");
+                         "read {:.2f}x {}{}\n", r.meta, w, w >= 0.8 ? "met" : "NOT met", q,
+                         q >= 0.8 ? "met" : "NOT met",
+                         placement_.osds.empty() ? ""
+                         : placement_.Shared()   ? " (the OSD shares the client's CPUs)"
+                                                 : " (the OSD on CPUs apart from the client's)");
       }
     }
     for (const std::string& n : r.notes) t += r.meta + ": " + n + "\n";
   }
   return t;
+}
+
+std::string EngineBench::PlacementLine() const {
+  std::string t = fmt::format("CPUs: this bench and its `rados bench` on {}; ",
+                              FormatCpuList(placement_.client));
+  if (placement_.osds.empty()) return t + "no ceph-osd on this machine\n";
+  t += "ceph-osd on this machine:";
+  for (const ProcessCpus& o : placement_.osds) {
+    t += fmt::format(" pid {} on {}", o.pid, FormatCpuList(o.cpus));
+  }
+  if (!placement_.Shared()) return t + ", apart from the bench's\n";
+  return t + ": shared with the bench, whose CPU per GiB (above) then slows the OSD as well; "
+             "`CEPH_CPUS=1 scripts/services/ceph-up.sh DIR` and `taskset -c 0 folio fs bench "
+             "...` keep them apart (docs/fs.md, \"RADOS: the OSD on CPUs of its own\")\n";
 }
 
 std::string EngineBench::JsonText() const {
@@ -670,6 +738,8 @@ std::string EngineBench::JsonText() const {
     cj["small_files_per_s"] = r.small_files_s;
     cj["seq_write_mib_s"] = r.seq_write_mib_s;
     cj["seq_read_mib_s"] = r.seq_read_mib_s;
+    cj["seq_write_cpu_s_per_gib"] = r.seq_write_cpu_s_per_gib;
+    cj["seq_read_cpu_s_per_gib"] = r.seq_read_cpu_s_per_gib;
     cj["notes"] = r.notes;
     combos.push_back(cj);
   }
@@ -687,6 +757,8 @@ std::string EngineBench::JsonText() const {
       r["object_bytes"] = run.object_bytes;
       r["write_mib_s"] = run.write_mib_s;
       r["seq_mib_s"] = run.seq_mib_s;
+      r["write_cpu_s_per_gib"] = run.write_cpu_s_per_gib;
+      r["seq_cpu_s_per_gib"] = run.seq_cpu_s_per_gib;
       runs.push_back(r);
     }
     o["runs"] = runs;
@@ -694,6 +766,17 @@ std::string EngineBench::JsonText() const {
     rados.push_back(o);
   }
   j["rados_bench"] = rados;
+  if (!rados_.empty()) {
+    Json p;
+    p["client_cpus"] = FormatCpuList(placement_.client);
+    Json osds = Json::array();
+    for (const ProcessCpus& o : placement_.osds) {
+      osds.push_back(Json{{"pid", o.pid}, {"cpus", FormatCpuList(o.cpus)}});
+    }
+    p["local_osds"] = osds;
+    p["osd_shares_client_cpus"] = placement_.Shared();
+    j["cpu_placement"] = p;
+  }
   return j.dump(2) + "\n";
 }
 

@@ -93,9 +93,9 @@ uint64_t Drive(BlockStore& store, bool put, uint32_t depth, int seconds, uint64_
 // rados bench's MiB/s, or 0 after saying why on stderr.
 double RadosBench(const RadosUrl& u, const std::string& mode, const Args& a,
                   const std::string& run) {
-  Result<double> mib_s = RadosBenchMiBs(u, mode, a.seconds, a.depth, a.max_objects, run);
-  if (mib_s.ok()) return *mib_s;
-  std::fprintf(stderr, "rados_bench: %s\n", std::string(mib_s.status().message()).c_str());
+  Result<RadosBenchRun> r = RunRadosBench(u, mode, a.seconds, a.depth, a.max_objects, run);
+  if (r.ok()) return r->mib_s;
+  std::fprintf(stderr, "rados_bench: %s\n", std::string(r.status().message()).c_str());
   return 0;
 }
 

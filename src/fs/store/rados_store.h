@@ -64,13 +64,25 @@ Result<std::unique_ptr<BlockStore>> OpenRadosStore(const RadosUrl& url,
 // output (stdout and stderr) in *out.
 int RunRadosCommand(const RadosUrl& url, std::string_view args, std::string* out);
 
+// One `rados bench` run: its bandwidth in MiB/s (rados bench's "MB" are MiB), its own
+// "Total time run" in seconds, and the CPU time (user + system) the command used, from this
+// process's RUSAGE_CHILDREN around it (the tool's start and connection included; nothing else
+// of this process may run children meanwhile).
+struct RadosBenchRun {
+  double mib_s = 0;
+  double seconds = 0;
+  double cpu_s = 0;
+  // CPU seconds per GiB moved (0 when nothing moved).
+  double CpuSPerGiB() const;
+};
+
 // `rados bench` for `seconds` with `depth` operations in flight: mode "write" (objects of
 // object_bytes, at most max_objects of them, left in the pool for a later "seq" of the same
-// run name) or "seq" (reads them back whole). Returns its bandwidth in MiB/s (rados bench's
-// "MB" are MiB). Errors: IOError naming the command, with its last output line, when it
-// printed no bandwidth (no `rados` command, the cluster down, no objects for seq).
-Result<double> RadosBenchMiBs(const RadosUrl& url, std::string_view mode, int seconds,
-                              uint32_t depth, uint64_t max_objects, std::string_view run,
-                              uint64_t object_bytes = 1u << 20);
+// run name) or "seq" (reads them back whole). Errors: IOError naming the command, with its
+// last output line, when it printed no bandwidth (no `rados` command, the cluster down, no
+// objects for seq).
+Result<RadosBenchRun> RunRadosBench(const RadosUrl& url, std::string_view mode, int seconds,
+                                    uint32_t depth, uint64_t max_objects, std::string_view run,
+                                    uint64_t object_bytes = 1u << 20);
 
 }  // namespace folio::store

@@ -2,6 +2,7 @@
 // librados (FOLIO_RADOS).
 #include <fmt/format.h>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <charconv>
@@ -62,9 +63,35 @@ int RunRadosCommand(const RadosUrl& url, std::string_view args, std::string* out
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
-Result<double> RadosBenchMiBs(const RadosUrl& url, std::string_view mode, int seconds,
-                              uint32_t depth, uint64_t max_objects, std::string_view run,
-                              uint64_t object_bytes) {
+double RadosBenchRun::CpuSPerGiB() const {
+  const double gib = mib_s * seconds / 1024.0;
+  return gib > 0 ? cpu_s / gib : 0;
+}
+
+namespace {
+
+double ChildrenCpuS() {
+  rusage u{};
+  getrusage(RUSAGE_CHILDREN, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// The number after `label` in rados bench's output, or -1.
+double NumberAfter(const std::string& out, std::string_view label) {
+  const size_t at = out.find(label);
+  if (at == std::string::npos) return -1;
+  const char* begin = out.c_str() + at + label.size();
+  char* end = nullptr;
+  const double v = std::strtod(begin, &end);
+  return end != begin ? v : -1;
+}
+
+}  // namespace
+
+Result<RadosBenchRun> RunRadosBench(const RadosUrl& url, std::string_view mode, int seconds,
+                                    uint32_t depth, uint64_t max_objects, std::string_view run,
+                                    uint64_t object_bytes) {
   const std::string args = fmt::format(
       "bench {} {} -t {} {} --run-name {}", seconds, mode, depth,
       mode == "write"
@@ -72,14 +99,13 @@ Result<double> RadosBenchMiBs(const RadosUrl& url, std::string_view mode, int se
           : std::string(),
       run);
   std::string out;
+  const double cpu0 = ChildrenCpuS();
   RunRadosCommand(url, args, &out);
-  const std::string label = "Bandwidth (MB/sec):";
-  const size_t at = out.find(label);
-  if (at != std::string::npos) {
-    char* end = nullptr;
-    const double mib_s = std::strtod(out.c_str() + at + label.size(), &end);
-    if (end != out.c_str() + at + label.size()) return mib_s;
-  }
+  RadosBenchRun r;
+  r.cpu_s = ChildrenCpuS() - cpu0;
+  r.mib_s = NumberAfter(out, "Bandwidth (MB/sec):");
+  r.seconds = NumberAfter(out, "Total time run:");
+  if (r.mib_s >= 0 && r.seconds >= 0) return r;
   std::string last = out.substr(0, out.find_last_not_of('\n') + 1);
   last = last.substr(last.find_last_of('\n') + 1);
   return Status::IOError(fmt::format("`rados -p {} {}` printed no bandwidth: {}", url.pool, args,
