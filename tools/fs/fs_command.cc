@@ -581,8 +581,9 @@ Command AddFsCommand(CLI::App& root) {
                     "The engine bench instead (repeatable): per-op metadata latency, small files "
                     "and 1 MiB sequential I/O of Folio FS in-process on each engine (sqlite, "
                     "redis://HOST:PORT[/DB], postgres://USER@HOST:PORT/DB) and store, beside "
-                    "JuiceFS's published figures and `rados bench`; a key prefix / schema of its "
-                    "own on each server, removed afterwards");
+                    "JuiceFS's published figures and `rados bench` (with each one's CPU seconds "
+                    "per GiB, and whether a ceph-osd of this machine shares the bench's CPUs); a "
+                    "key prefix / schema of its own on each server, removed afterwards");
   bench->add_option("--ops", a->ops, "With --meta: calls per metadata op (each op also stops "
                                      "after 10 s)")
       ->default_str("1000");
