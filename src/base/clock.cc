@@ -1,6 +1,7 @@
 #include "base/clock.h"
 
 #include <errno.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "base/check.h"
@@ -45,6 +46,13 @@ void SleepUntilNs(uint64_t deadline_ns) {
 }
 
 uint64_t ThreadCpuNs() { return ReadClock(CLOCK_THREAD_CPUTIME_ID); }
+
+double RusageCpuS(CpuOf who) {
+  rusage u{};
+  FOLIO_CHECK(getrusage(who == CpuOf::kProcess ? RUSAGE_SELF : RUSAGE_CHILDREN, &u) == 0);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 void ManualClock::SleepUntilNs(uint64_t deadline_ns) const {
   uint64_t now = now_ns_.load(std::memory_order_acquire);

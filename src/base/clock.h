@@ -6,6 +6,7 @@
 //   SleepUntilNs(t)   sleeps until MonotonicNowNs() >= t (a ManualClock jumps to t instead).
 //   ThreadCpuNs()     CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID); never replaced:
 //                     it measures work done, not time passing.
+//   RusageCpuS(who)   CPU seconds of the process or its waited-for children (getrusage).
 //
 // A test replaces the clock with a ScopedClockOverride over a ManualClock (or any Clock):
 //
@@ -15,7 +16,8 @@
 //
 // Wall-clock time (file timestamps, superblock update times) is not this clock.
 //
-// Thread safety: MonotonicNowNs, SleepUntilNs and ThreadCpuNs are safe from any thread. A
+// Thread safety: MonotonicNowNs, SleepUntilNs, ThreadCpuNs and RusageCpuS are safe from any
+// thread. A
 // ManualClock may be read, advanced and slept on from any thread. Install and remove an
 // override only while no other thread reads the clock (before starting the code under test
 // and after stopping it): the override is process-wide.
@@ -48,6 +50,12 @@ inline double SecondsSince(uint64_t start_ns) {
 }
 
 uint64_t ThreadCpuNs();
+
+// CPU time (user + system, getrusage) in seconds: of this whole process, every thread
+// (kProcess), or of its children that were waited for (kChildren). Like ThreadCpuNs, never
+// replaced by a test clock.
+enum class CpuOf { kProcess, kChildren };
+double RusageCpuS(CpuOf who);
 
 // Time that moves only when told: AdvanceNs / SetNs, or a SleepUntilNs, which jumps the clock
 // forward to its deadline (a sleeper never waits for time nobody advances). It starts at

@@ -1,5 +1,8 @@
 #include "base/clock.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <thread>
 #include <vector>
 
@@ -60,6 +63,29 @@ TEST(ClockTest, ThreadCpuTimeCountsWork) {
   volatile uint64_t x = 0;
   for (int i = 0; i < 2000000; ++i) x = x + static_cast<uint64_t>(i);
   EXPECT_GT(ThreadCpuNs(), t0);
+}
+
+TEST(ClockTest, RusageCpuCountsTheProcessAndItsWaitedForChildren) {
+  const double self0 = RusageCpuS(CpuOf::kProcess);
+  const double children0 = RusageCpuS(CpuOf::kChildren);
+  std::thread([] {
+    const uint64_t t0 = ThreadCpuNs();
+    volatile uint64_t x = 0;
+    while (ThreadCpuNs() - t0 < 30'000'000) x = x + 1;  // 30 ms of CPU on another thread
+  }).join();
+  EXPECT_GE(RusageCpuS(CpuOf::kProcess) - self0, 0.025);
+  EXPECT_EQ(RusageCpuS(CpuOf::kChildren), children0) << "no child was waited for";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const uint64_t t0 = ThreadCpuNs();
+    volatile uint64_t x = 0;
+    while (ThreadCpuNs() - t0 < 30'000'000) x = x + 1;
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_GE(RusageCpuS(CpuOf::kChildren) - children0, 0.025);
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -130,14 +129,6 @@ void Keep(Status* s, Status more) {
 }
 
 double Micros(uint64_t ns) { return static_cast<double>(ns) / 1000.0; }
-
-// CPU time (user + system) this process used so far, every thread.
-double ProcessCpuS() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
 
 // Where the client and the OSDs on this machine may run. A client sharing the OSD's CPUs
 // takes CPU from it: its throughput against `rados bench` then depends on its CPU per byte as
@@ -489,7 +480,7 @@ Status EngineBench::Sequential(Volume* v, ComboResult* r) {
                                            O_RDWR | O_CREAT | O_EXCL));
     ino = o.attr.ino();
     const uint64_t t0 = MonotonicNowNs();
-    const double cpu0 = ProcessCpuS();
+    const double cpu0 = RusageCpuS(CpuOf::kProcess);
     Status s;
     for (uint64_t i = 0; i < n && s.ok(); ++i) {
       s = Stopped();
@@ -498,7 +489,8 @@ Status EngineBench::Sequential(Volume* v, ComboResult* r) {
     }
     if (s.ok()) s = v->fs()->Fsync(o.fh, false);
     const double secs = static_cast<double>(MonotonicNowNs() - t0) / 1e9;
-    r->seq_write_cpu_s_per_gib = (ProcessCpuS() - cpu0) * 1024.0 / static_cast<double>(n);
+    r->seq_write_cpu_s_per_gib =
+        (RusageCpuS(CpuOf::kProcess) - cpu0) * 1024.0 / static_cast<double>(n);
     Keep(&s, v->fs()->Release(o.fh));
     FOLIO_RETURN_IF_ERROR(s.WithContext("sequential write"));
     r->seq_write_mib_s = static_cast<double>(n) / secs;
@@ -509,7 +501,7 @@ Status EngineBench::Sequential(Volume* v, ComboResult* r) {
     FOLIO_ASSIGN_OR_RETURN(fs::FileSystem::Opened o, v->fs()->Open(root, ino, O_RDONLY));
     std::vector<char> buf(kMiB);
     const uint64_t t0 = MonotonicNowNs();
-    const double cpu0 = ProcessCpuS();
+    const double cpu0 = RusageCpuS(CpuOf::kProcess);
     Status s;
     for (uint64_t i = 0; i < n && s.ok(); ++i) {
       s = Stopped();
@@ -523,7 +515,8 @@ Status EngineBench::Sequential(Volume* v, ComboResult* r) {
       progress.Update((i + 1) * kMiB);
     }
     const double secs = static_cast<double>(MonotonicNowNs() - t0) / 1e9;
-    r->seq_read_cpu_s_per_gib = (ProcessCpuS() - cpu0) * 1024.0 / static_cast<double>(n);
+    r->seq_read_cpu_s_per_gib =
+        (RusageCpuS(CpuOf::kProcess) - cpu0) * 1024.0 / static_cast<double>(n);
     Keep(&s, v->fs()->Release(o.fh));
     FOLIO_RETURN_IF_ERROR(s.WithContext("sequential read"));
     r->seq_read_mib_s = static_cast<double>(n) / secs;
@@ -636,7 +629,8 @@ std::string EngineBench::Text() const {
   t += "\n";
   t += fmt::format(
       "seq write/s, seq read/s: MiB/s; write / read CPU/GiB: CPU seconds (user + system) of "
-      "this whole process per GiB of them (librados's threads included). slice-commit: the engine's \"write\" transaction (mean); median / p99 are of the whole "
+      "this whole process per GiB of them (librados's threads included). slice-commit: the "
+      "engine's \"write\" transaction (mean); median / p99 are of the whole "
       "4 KiB write + fsync, the block's put included. JuiceFS's figures: its metadata engines "
       "benchmark (Redis appendfsync=always, PostgreSQL 15; AWS c5, its own hardware): a "
       "reference, not a same-run ratio. Small files: {} of 1-64 KiB, create + write + close, "

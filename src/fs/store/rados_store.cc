@@ -144,9 +144,9 @@ class RadosStore final : public BlockStore {
   StoreStatsSnapshot stats() const override { return stats_.Snapshot(); }
 
  private:
-  // An encoded object (a put's) or an encoded range (a get's). Buffers are reused (spare_): a
-  // fresh one per operation was, with 4 MiB blocks, an mmap, 1024 page faults and a memset
-  // each.
+  // An encoded object, for a put of the caller's data (not of its encoding). Buffers are
+  // reused (spare_): a fresh one per operation was, with 4 MiB blocks, an mmap, 1024 page
+  // faults and a memset each. (A get receives into librados's own buffer, Op::read.)
   struct IoBuffer {
     std::unique_ptr<char[]> data;
     size_t bytes = 0;
@@ -180,8 +180,8 @@ class RadosStore final : public BlockStore {
   static constexpr size_t kQuarantineMax = 16;
   // Whether the quarantine has room for one more buffer (a zero-copy put may go out).
   bool QuarantineRoom();
-  // The smallest spare buffer of at least `bytes` (a get of a small range must not take a
-  // block's buffer that the next put then allocates again), or a new one.
+  // The smallest spare buffer of at least `bytes` (a small object's put must not take a
+  // block's buffer that the next block's put then allocates again), or a new one.
   IoBuffer TakeBuffer(size_t bytes);
   void GiveBuffer(IoBuffer b);
   // After an operation: the buffer goes back to spare_, or to quarantine_ when librados may
@@ -238,8 +238,7 @@ RadosStore::IoBuffer RadosStore::TakeBuffer(size_t bytes) {
       return b;
     }
   }
-  // Not value-initialised: EncodeObject writes every byte of the encoding, and a get reads
-  // into it (only the bytes it got are decoded).
+  // Not value-initialised: EncodeObject writes every byte of the encoding.
   return IoBuffer{std::unique_ptr<char[]>(new char[bytes]), bytes};
 }
 

@@ -2,13 +2,13 @@
 // librados (FOLIO_RADOS).
 #include <fmt/format.h>
 
-#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/clock.h"
 #include "fs/store/rados_store.h"
 
 namespace folio::store {
@@ -70,13 +70,6 @@ double RadosBenchRun::CpuSPerGiB() const {
 
 namespace {
 
-double ChildrenCpuS() {
-  rusage u{};
-  getrusage(RUSAGE_CHILDREN, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
 // The number after `label` in rados bench's output, or -1.
 double NumberAfter(const std::string& out, std::string_view label) {
   const size_t at = out.find(label);
@@ -99,10 +92,10 @@ Result<RadosBenchRun> RunRadosBench(const RadosUrl& url, std::string_view mode, 
           : std::string(),
       run);
   std::string out;
-  const double cpu0 = ChildrenCpuS();
+  const double cpu0 = RusageCpuS(CpuOf::kChildren);
   RunRadosCommand(url, args, &out);
   RadosBenchRun r;
-  r.cpu_s = ChildrenCpuS() - cpu0;
+  r.cpu_s = RusageCpuS(CpuOf::kChildren) - cpu0;
   r.mib_s = NumberAfter(out, "Bandwidth (MB/sec):");
   r.seconds = NumberAfter(out, "Total time run:");
   if (r.mib_s >= 0 && r.seconds >= 0) return r;
