@@ -117,32 +117,31 @@ elif want_ceph:
     for x in runs:
         if not (x["write_cpu_s_per_gib"] > 0 and x["seq_cpu_s_per_gib"] > 0):
             bad.append(f"rados bench CPU per GiB: {x}")
-    # Where the bench and the fixture's OSD (on this machine) may run, as /proc says.
+    # Where the bench and the fixture's OSD may run. Other tests start and stop OSDs of their
+    # own meanwhile, so only the fixture's OSD is looked up in /proc (its pid file).
     p = r.get("cpu_placement")
-    osds = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if open(f"/proc/{pid}/comm").read().strip() != "ceph-osd":
-                continue
-            lst = next(l.split(":", 1)[1].strip() for l in open(f"/proc/{pid}/status")
-                       if l.startswith("Cpus_allowed_list:"))
-        except (OSError, StopIteration):
-            continue
-        osds.append({"pid": int(pid), "cpus": lst})
     def cpus_of(text):
         out = set()
         for item in text.split(","):
             lo, _, hi = item.partition("-")
             out |= set(range(int(lo), int(hi or lo) + 1))
         return out
+    fixture = None
+    try:
+        pid = int(open(os.environ["FOLIO_SERVICES_DIR"] + "/ceph/run/osd.0.pid").read())
+        lst = next(l.split(":", 1)[1].strip() for l in open(f"/proc/{pid}/status")
+                   if l.startswith("Cpus_allowed_list:"))
+        fixture = {"pid": pid, "cpus": lst}
+    except (OSError, StopIteration, ValueError) as e:
+        bad.append(f"the fixture's OSD: {e}")
     if p is None:
         bad.append("no cpu_placement with a rados store")
     else:
         if p["client_cpus"] != cpu:
             bad.append(f"client_cpus {p['client_cpus']}, want {cpu} (taskset)")
-        if sorted(p["local_osds"], key=lambda o: o["pid"]) != sorted(osds, key=lambda o: o["pid"]):
-            bad.append(f"local_osds {p['local_osds']}, /proc has {osds}")
-        shared = any(int(cpu) in cpus_of(o["cpus"]) for o in osds)
+        if fixture is not None and fixture not in p["local_osds"]:
+            bad.append(f"local_osds {p['local_osds']} lack the fixture's {fixture}")
+        shared = any(int(cpu) in cpus_of(o["cpus"]) for o in p["local_osds"])
         if p["osd_shares_client_cpus"] != shared:
             bad.append(f"osd_shares_client_cpus {p['osd_shares_client_cpus']}, want {shared}")
 if not want_ceph and rb:
