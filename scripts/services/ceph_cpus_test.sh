@@ -24,7 +24,7 @@ passed=0
 failed=0
 ok() { echo "ok: $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-export -n CEPH_NUM_OSD CEPH_OBJECTSTORE CEPH_WITH_MGR CEPH_POOL CEPH_EC_POOL CEPH_PREFILL 2>/dev/null
+# The cluster ceph-up.sh makes by default, whatever the caller exported.
 unset CEPH_NUM_OSD CEPH_OBJECTSTORE CEPH_WITH_MGR CEPH_POOL CEPH_EC_POOL CEPH_PREFILL
 
 # The CPU lists of every thread of the cluster's daemons, one line per distinct list.

@@ -555,9 +555,9 @@ Status EngineBench::RunCombo(const std::string& meta, const std::string& store, 
 }
 
 void EngineBench::RadosCeilings() {
-  placement_ = PlacementNow();
   for (const std::string& store : c_.stores) {
     if (!store.starts_with("rados:")) continue;
+    if (rados_.empty()) placement_ = PlacementNow();  // once, and only with a rados: store
     Result<store::RadosUrl> u = store::ParseRadosUrl(store);
     if (!u.ok()) continue;  // checked before the run
     RadosCeiling rc;
